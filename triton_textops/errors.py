@@ -1,0 +1,11 @@
+"""The package's one input-error type.
+
+Ops raise :class:`InputError` (a ``ValueError``) for anything wrong with what a caller sent;
+the Triton glue maps it to ``pb_utils.TritonError(..., TritonError.INVALID_ARG)`` for that request only.
+"""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """Bad input from a caller (invalid UTF-8, weight out of range, mismatched lengths, ...)."""

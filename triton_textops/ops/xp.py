@@ -1,0 +1,81 @@
+"""The one array-module switch: every op is written once against ``xp`` (NumPy or CuPy).
+
+Ops never import CuPy directly; they ask this module for the array module of a device
+or of an array, so the same code path runs on the CPU and on the GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+Device = str  # "cpu" | "cuda" | "auto" | "cuda:N"
+
+
+@functools.lru_cache(maxsize=1)
+def _cupy() -> ModuleType | None:
+    try:
+        import cupy  # noqa: PLC0415
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+        return cupy
+    except Exception:  # ImportError, CUDARuntimeError without a driver, ...
+        return None
+
+
+def gpu_available() -> bool:
+    """True when CuPy imports and sees at least one CUDA device."""
+    return _cupy() is not None
+
+
+def get_xp(device: Device = "cpu") -> ModuleType:
+    """Return the array module for ``device`` ("cpu", "cuda", "cuda:N" or "auto")."""
+    if device == "cpu":
+        return np
+    if device == "auto":
+        return _cupy() or np
+    if device == "cuda" or device.startswith("cuda:"):
+        cp = _cupy()
+        if cp is None:
+            raise RuntimeError(
+                f"device={device!r} needs CuPy and a CUDA GPU; install 'triton-textops[gpu]' "
+                "or use device='cpu'"
+            )
+        return cp
+    raise ValueError(f"unknown device {device!r}: expected 'cpu', 'cuda', 'cuda:N' or 'auto'")
+
+
+def resolve_device(device: Device) -> str:
+    """Map "auto" to the concrete device name ("cpu" or "cuda")."""
+    if device == "auto":
+        return "cuda" if gpu_available() else "cpu"
+    get_xp(device)  # validates
+    return device
+
+
+def array_module(arr: Any) -> ModuleType:
+    """NumPy or CuPy, whichever owns ``arr``."""
+    if isinstance(arr, np.ndarray) or np.isscalar(arr):
+        return np
+    mod = type(arr).__module__.split(".")[0]
+    if mod == "cupy":
+        return _cupy() or np
+    return np
+
+
+def to_numpy(arr: Any) -> np.ndarray:
+    """Copy a device array to the host (no-op for NumPy arrays)."""
+    if isinstance(arr, np.ndarray):
+        return arr
+    if hasattr(arr, "get"):
+        return arr.get()
+    return np.asarray(arr)
+
+
+def asarray(xp: ModuleType, arr: Any, dtype: Any = None) -> Any:
+    """Put ``arr`` into module ``xp`` (host->device upload when xp is CuPy)."""
+    return xp.asarray(arr, dtype=dtype)
