@@ -45,7 +45,7 @@ def _normalizer(lowercase: bool) -> BertNormalizer:
     return BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=lowercase)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def is_punctuation_char(ch: str) -> bool:
     """BERT's own answer: the pre-tokenizer isolates ``ch`` between two letters iff it is punctuation."""
     return len(_PRE.pre_tokenize_str("a" + ch + "a")) == 3
