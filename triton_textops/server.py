@@ -525,7 +525,8 @@ class TritonServer:
             with open(self._log_path, "wb") as log:
                 # own session: the server and its stub processes form one process group we can reap
                 self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+                                                stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+                                                preexec_fn=_die_with_parent)
             _LIVE.add(self)
             try:
                 self._wait_ready()
@@ -602,6 +603,19 @@ class TritonServer:
         return rc
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGINT (graceful stop) when the starting thread dies, even by SIGKILL.
+
+    Linux ``PR_SET_PDEATHSIG``; it fires when the *thread* that started the server exits, so start servers from a
+    thread that outlives them (the main thread, typically). No-op where unavailable.
+    """
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGINT), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+
+
 def _kill_group(pgid: int) -> None:
     for _ in range(50):
         try:
@@ -640,8 +654,17 @@ def _serve(args: argparse.Namespace) -> int:
     server = TritonServer(args.repository, http_port=args.http_port, grpc_port=args.grpc_port,
                           metrics_port=args.metrics_port, python_env=args.python_env,
                           startup_timeout=args.startup_timeout, log_verbose=args.log_verbose)
+    def _interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # SIGTERM/SIGHUP (kill, closed terminal) stop the server like Ctrl-C instead of orphaning it
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
     try:
         server.start()
+    except KeyboardInterrupt:
+        server.stop()
+        return 130
     except TritonServerError as err:
         print(err, file=sys.stderr)
         return 1
