@@ -1,0 +1,234 @@
+"""BertTokenizer against the HuggingFace oracle (tokenizers pinned in the dev extra)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from triton_textops import BertTokenizer, InputError
+from triton_textops.ops.text import TextBatch, pack_host
+
+tokenizers = pytest.importorskip("tokenizers")
+from tokenizers import BertWordPieceTokenizer  # noqa: E402
+
+ADVERSARIAL = [
+    "Café, naïve résumé — ÉCOLE élève; São Paulo, Ångström, Øre, Łódź",
+    "e\u0301 a\u0300\u0301\u0302 combining marks on x\u0327\u0328 and alone \u0301",
+    "中文字符测试，日本語のテキスト、한국어 텍스트 and 𠀀𠀁 ext-B",
+    "emoji 😀👍🏽 👨‍👩‍👧 flags 🇫🇷 and ❤️",
+    "zero\u200bwidth\u200c join\u200d bom\ufeff soft\u00adhyphen",
+    "controls \x00\x01\x07\x0b\x0c\x1c\x1f\x7f\x85 tab\tnewline\ncr\r end \ufffd",
+    "nbsp\u00a0thin\u2009ideo\u3000en\u2002line\u2028para\u2029 narrow\u202f",
+    "ＦＵＬＬ ｗｉｄｔｈ １２３ ！？ and ﬁ ﬂ ﬀ ligatures Ⅻ ½ ²",
+    "Ελληνικά ΣΟΦΙΑ σοφία ς Σ, Кириллица ПРИВЕТ, العربية مرحبا, עברית",
+    "İstanbul ı I i Ǆ ǅ ǆ ß ẞ ŉ ﬃ",
+    "a" * 99,
+    "b" * 100,
+    "c" * 101,
+    "d" * 250,
+    "é" * 100 + " " + "é" * 101,
+    "literal [CLS] and [SEP] [PAD] [UNK] [MASK] [cls] [Cls] x[CLS]y [[CLS]] [CLS",
+    "## ##ing ###a #hash # ## word##piece",
+    "...!!!???,,,;;;:::---((()))[[[]]]{{{}}}\"\"''``~~@@##$$%%^^&&**__++==||\\\\//<<>>",
+    "¿Qué? ¡Olé! «guillemets» “curly” ‘single’ „low“ …ellipsis… – — ‐ ‑",
+    "math ≠ ≤ ≥ ∑ ∫ √ ∞ ≮ ≯ currency $ € £ ¥ ₹ ₿ degree ° §¶ ©®™",
+    "Tiếng Việt có dấu: Hà Nội, Đà Nẵng; हिन्दी; ภาษาไทย; ქართული",
+    "   leading and trailing   ",
+    "",
+    " ",
+    "\t\n\r \u00a0\u3000",
+]
+
+
+@pytest.fixture(scope="module")
+def oracle(vocab_path):
+    return BertWordPieceTokenizer(vocab_path, lowercase=True)
+
+
+@pytest.fixture(scope="module")
+def tok(vocab_path):
+    return BertTokenizer.from_vocab(vocab_path, lowercase=True, device="cpu")
+
+
+def reference_rows(oracle, texts, max_length, stride=0, overflow=False, special=True):
+    """HF encodings (main + overflowing) as padded rows plus the row→text mapping."""
+    oracle.no_padding()
+    if overflow or max_length:
+        oracle.enable_truncation(max_length, stride=stride)
+    rows, mapping = [], []
+    for i, enc in enumerate(oracle.encode_batch(texts, add_special_tokens=special)):
+        for e in [enc, *(enc.overflowing if overflow else [])]:
+            rows.append(e.ids)
+            mapping.append(i)
+    ids = np.zeros((len(rows), max_length), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for r, row in enumerate(rows):
+        ids[r, : len(row)] = row
+        mask[r, : len(row)] = 1
+    return ids, mask, np.array(mapping, dtype=np.int64)
+
+
+def windows_by_definition(pieces, L, S, cls_id, sep_id):
+    """tokenizer.md's window rule, written independently of the implementation."""
+    C = L - 2
+    if len(pieces) <= C:
+        starts = [0]
+    else:
+        starts, k = [], 0
+        while True:
+            starts.append(k * (C - S))
+            if k * (C - S) + C >= len(pieces):
+                break
+            k += 1
+    return [[cls_id, *pieces[s : s + C], sep_id] for s in starts]
+
+
+def assert_same(enc, ids, mask, mapping):
+    np.testing.assert_array_equal(enc.input_ids, ids)
+    np.testing.assert_array_equal(enc.attention_mask, mask)
+    np.testing.assert_array_equal(enc.token_type_ids, np.zeros_like(ids))
+    np.testing.assert_array_equal(enc.overflow_to_sample_mapping, mapping)
+
+
+@pytest.mark.parametrize("max_length", [128, 512])
+def test_austen_truncated(oracle, tok, austen, max_length):
+    enc = tok.encode(austen, max_length=max_length)
+    assert enc.input_ids.dtype == np.int64 and enc.input_ids.shape == (len(austen), max_length)
+    assert_same(enc, *reference_rows(oracle, austen, max_length))
+
+
+@pytest.mark.parametrize(("max_length", "stride"), [(128, 32), (64, 0), (512, 100)])
+def test_austen_overflow_windows(oracle, tok, austen, max_length, stride):
+    enc = tok.encode(austen, max_length=max_length, stride=stride, return_overflowing_tokens=True)
+    ids, mask, mapping = reference_rows(oracle, austen, max_length, stride=stride, overflow=True)
+    assert_same(enc, ids, mask, mapping)
+    if max_length < 512:  # no Austen paragraph needs more than 512 tokens
+        assert enc.input_ids.shape[0] > len(austen)  # long paragraphs really were split
+
+
+def test_overflow_matches_the_written_definition(oracle, tok, austen):
+    L, S = 32, 8
+    texts = austen[:40] + ["", "short one"]
+    enc = tok.encode(texts, max_length=L, stride=S, return_overflowing_tokens=True)
+    oracle.no_truncation()
+    rows, mapping = [], []
+    for i, e in enumerate(oracle.encode_batch(texts, add_special_tokens=False)):
+        for w in windows_by_definition(e.ids, L, S, tok.cls_id, tok.sep_id):
+            rows.append(w + [0] * (L - len(w)))
+            mapping.append(i)
+    np.testing.assert_array_equal(enc.input_ids, np.array(rows))
+    np.testing.assert_array_equal(enc.overflow_to_sample_mapping, mapping)
+
+
+@pytest.mark.parametrize("max_length", [16, 64])
+def test_adversarial_unicode(oracle, tok, max_length):
+    enc = tok.encode(ADVERSARIAL, max_length=max_length)
+    assert_same(enc, *reference_rows(oracle, ADVERSARIAL, max_length))
+    enc = tok.encode(ADVERSARIAL, max_length=max_length, stride=3, return_overflowing_tokens=True)
+    assert_same(enc, *reference_rows(oracle, ADVERSARIAL, max_length, stride=3, overflow=True))
+
+
+def test_pieces_equal_oracle_tokens(oracle, tok):
+    oracle.no_truncation()
+    for text in ADVERSARIAL:
+        assert tok.tokenize(text) == oracle.encode(text, add_special_tokens=False).tokens, text
+
+
+def test_empty_and_whitespace_rows(tok):
+    enc = tok.encode(["", "   ", "\n\t"], max_length=8)
+    expected = np.array([[101, 102, 0, 0, 0, 0, 0, 0]] * 3)
+    np.testing.assert_array_equal(enc.input_ids, expected)
+    np.testing.assert_array_equal(enc.attention_mask, (expected > 0).astype(np.int64))
+    enc = tok.encode(["", "a b"], max_length=4, add_special_tokens=False)
+    np.testing.assert_array_equal(enc.attention_mask, [[0, 0, 0, 0], [1, 1, 0, 0]])
+    empty = tok.encode([], max_length=8)
+    assert empty.input_ids.shape == (0, 8)
+
+
+def test_without_special_tokens(oracle, tok, austen):
+    enc = tok.encode(austen[:50], max_length=40, add_special_tokens=False)
+    assert_same(enc, *reference_rows(oracle, austen[:50], 40, special=False))
+
+
+@pytest.mark.parametrize("lowercase", [False])
+def test_cased_configuration(tmp_path, vocab_path, austen, lowercase):
+    # A cased vocabulary: the uncased one plus capitalised and accented entries.
+    base = open(vocab_path, encoding="utf-8").read().split("\n")[:-1]
+    extra = ["The", "Elizabeth", "Darcy", "Mr", "Mrs", "##S", "Café", "É", "##é", "İ", "Σ", "Ωmega"]
+    path = tmp_path / "cased-vocab.txt"
+    path.write_text("\n".join(base + extra) + "\n", encoding="utf-8")
+    oracle = BertWordPieceTokenizer(str(path), lowercase=False)
+    tok = BertTokenizer.from_vocab(path, lowercase=False)
+    texts = austen[:300] + ADVERSARIAL
+    assert_same(tok.encode(texts, max_length=96), *reference_rows(oracle, texts, 96))
+
+
+def test_int32_and_input_forms(tok, austen):
+    texts = austen[:20]
+    ref = tok.encode(texts, max_length=64)
+    obj = np.array([t.encode() for t in texts], dtype=object)
+    for form in (obj, obj.reshape(-1, 1), [t.encode() for t in texts], pack_host(texts)):
+        np.testing.assert_array_equal(tok.encode(form, max_length=64).input_ids, ref.input_ids)
+    small = tok.encode(texts, max_length=64, dtype="int32")
+    assert small.input_ids.dtype == np.int32 and small.attention_mask.dtype == np.int32
+    np.testing.assert_array_equal(small.input_ids, ref.input_ids)
+
+
+def test_invalid_utf8_names_the_row(tok):
+    bad = [b"fine", b"also fine", b"broken \xff here", b"\xe2\x82", b"ok \xed\xa0\x80 surrogate"]
+    with pytest.raises(InputError, match="row 2") as ei:
+        tok.encode(bad)
+    assert list(ei.value.rows) == [2, 3, 4]
+    for b in (b"\xc0\xaf", b"\xe0\x80\xaf", b"\xf4\x90\x80\x80", b"\x80", b"a\xc3"):
+        with pytest.raises(InputError, match="row 1"):
+            tok.encode([b"ok", b])
+    # a character split across two rows is invalid in both
+    data, offs = pack_host([b"\xc3\xa9", b"x"])
+    with pytest.raises(InputError):
+        TextBatch.from_texts((data, np.array([0, 1, 3])))
+
+
+def test_vocab_without_specials_fails_at_load(tmp_path):
+    p = tmp_path / "v.txt"
+    p.write_text("[PAD]\n[UNK]\nhello\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"\[CLS\], \[SEP\]"):
+        BertTokenizer.from_vocab(p)
+
+
+def test_bad_packing_arguments(tok):
+    with pytest.raises(InputError, match="stride"):
+        tok.encode(["a b c"], max_length=8, stride=6, return_overflowing_tokens=True)
+    with pytest.raises(InputError, match="max_length"):
+        tok.encode(["a"], max_length=2)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(max_size=60), min_size=1, max_size=6))
+def test_hypothesis_arbitrary_unicode(oracle, tok, texts):
+    enc = tok.encode(texts, max_length=24, stride=4, return_overflowing_tokens=True)
+    assert_same(enc, *reference_rows(oracle, texts, 24, stride=4, overflow=True))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(alphabet=st.sampled_from(list("ab AÉé.,[]CLS#\u0301中😀")), max_size=40), min_size=1, max_size=4))
+def test_hypothesis_dense_alphabet(oracle, tok, texts):
+    assert_same(tok.encode(texts, max_length=20), *reference_rows(oracle, texts, 20))
+
+
+@pytest.mark.gpu
+def test_gpu_equals_cpu(vocab_path, austen):
+    import cupy as cp
+
+    cpu = BertTokenizer.from_vocab(vocab_path, device="cpu")
+    gpu = BertTokenizer.from_vocab(vocab_path, device="cuda")
+    texts = austen + ADVERSARIAL
+    for kw in ({"max_length": 128}, {"max_length": 64, "stride": 16, "return_overflowing_tokens": True}):
+        a, b = cpu.encode(texts, **kw), gpu.encode(texts, **kw)
+        for name in ("input_ids", "attention_mask", "token_type_ids", "overflow_to_sample_mapping"):
+            assert isinstance(b[name], cp.ndarray)
+            np.testing.assert_array_equal(a[name], cp.asnumpy(b[name]))
+    data, offs = pack_host(texts)
+    dev = gpu.encode((cp.asarray(data), cp.asarray(offs)), max_length=128)
+    np.testing.assert_array_equal(cp.asnumpy(dev.input_ids), cpu.encode(texts, max_length=128).input_ids)

@@ -1,0 +1,537 @@
+"""Stage (a) of the tokenizer: UTF-8 input, BERT normalization and pre-tokenization.
+
+Everything is vectorized over the whole batch and written once against ``xp`` (NumPy or CuPy), so the
+CPU and GPU paths are the same algorithm and give the same arrays. The output, :class:`PreTokens`
+(normalized bytes + token spans), feeds both WordPiece and the readability features: one pass over the
+text serves both.
+
+Normalization is a per-code-point table lookup. The tables are measured on the HuggingFace oracle by
+``scripts/gen_unicode_tables.py`` and shipped as package data; they are never rebuilt from the running
+Python's ``unicodedata``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from importlib import resources
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from triton_textops.errors import InputError
+
+WORD, SPACE, PUNCT = 0, 1, 2  # pre-tokenizer classes of a normalized code point
+
+_M64 = (1 << 64) - 1
+HASH_BASES = (0x100000001B3, 0x9E3779B97F4A7C15 | 1)  # two odd bases: two independent polynomial hashes
+_MIX = 0xD6E8FEB86659FD93  # odd multiplier that spreads keys over hash-table slots
+
+
+# --------------------------------------------------------------------------------------------- input
+
+
+@dataclass
+class TextBatch:
+    """Raw UTF-8 bytes of ``n`` texts: ``data`` (uint8) and ``offsets`` (int64, n+1), on one device."""
+
+    data: Any
+    offsets: Any
+    xp: ModuleType
+
+    @property
+    def n(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+    @classmethod
+    def from_texts(cls, texts: Any, xp: ModuleType = np, *, validate: bool = True) -> TextBatch:
+        """Build a batch from a list of str/bytes, a NumPy object array of bytes (shape [n] or [n, 1]),
+        or a ``(data uint8, offsets int n+1)`` pair already on the device.
+
+        Raises :class:`InputError` naming the first row that is not valid UTF-8.
+        """
+        if isinstance(texts, tuple) and len(texts) == 2:
+            data, offsets = xp.asarray(texts[0]), xp.asarray(texts[1])
+            if data.dtype != xp.uint8 or data.ndim != 1:
+                raise InputError("the byte buffer must be a 1-D uint8 array")
+            if offsets.ndim != 1 or offsets.shape[0] < 1:
+                raise InputError("offsets must be a 1-D integer array of n+1 entries")
+            offsets = offsets.astype(xp.int64)
+            if int(offsets[0]) != 0 or int(offsets[-1]) != data.shape[0] or bool((xp.diff(offsets) < 0).any()):
+                raise InputError("offsets must start at 0, be non-decreasing and end at len(data)")
+        else:
+            data_h, offsets_h = pack_host(texts)
+            data, offsets = xp.asarray(data_h), xp.asarray(offsets_h)
+        batch = cls(data, offsets, xp)
+        if validate:
+            bad = invalid_utf8_rows(batch)
+            if bad.size:
+                raise InputError(f"row {int(bad[0])}: text is not valid UTF-8", rows=bad)
+        return batch
+
+
+def _as_row_list(texts: Any) -> list:
+    if isinstance(texts, (str, bytes)):
+        raise InputError("texts must be a sequence of str or bytes, not a single string")
+    if isinstance(texts, np.ndarray):
+        if texts.ndim == 2 and texts.shape[1] == 1:
+            texts = texts[:, 0]
+        elif texts.ndim != 1:
+            raise InputError(f"texts must have shape [n] or [n, 1], got {list(texts.shape)}")
+        return texts.tolist()
+    return list(texts)
+
+
+def pack_host(texts: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate texts (str encoded as UTF-8, bytes as-is) into one uint8 buffer plus int64 offsets."""
+    rows = _as_row_list(texts)
+    enc: list[bytes] = []
+    for i, t in enumerate(rows):
+        if isinstance(t, bytes):
+            enc.append(t)
+        elif isinstance(t, str):
+            try:
+                enc.append(t.encode("utf-8"))
+            except UnicodeEncodeError as e:
+                raise InputError(f"row {i}: text is not valid UTF-8 ({e.reason})", rows=np.array([i])) from None
+        elif isinstance(t, (bytearray, memoryview, np.bytes_)):
+            enc.append(bytes(t))
+        else:
+            raise InputError(f"row {i}: expected str or bytes, got {type(t).__name__}", rows=np.array([i]))
+    offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+    if enc:
+        np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=offsets[1:])
+    return np.frombuffer(b"".join(enc), dtype=np.uint8), offsets
+
+
+def segment_of(offsets: Any, positions: Any, xp: ModuleType) -> Any:
+    """Index of the segment ``[offsets[i], offsets[i+1])`` holding each position (empty segments skipped)."""
+    return xp.searchsorted(offsets, positions, side="right") - 1
+
+
+def invalid_utf8_rows(batch: TextBatch) -> np.ndarray:
+    """Sorted indices (host int64 array) of the rows that are not strict UTF-8 (RFC 3629).
+
+    Only the non-ASCII bytes are examined, so mostly-ASCII text costs one pass."""
+    xp, b, offs = batch.xp, batch.data, batch.offsets
+    n = b.shape[0]
+    hi = xp.flatnonzero(b >= 0x80)
+    if hi.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    bh = b[hi].astype(xp.int32)
+    is_lead = bh >= 0xC0
+    lead = hi[is_lead]
+    b0 = bh[is_lead]
+    need = xp.where(b0 < 0xE0, 2, xp.where(b0 < 0xF0, 3, 4))
+    bad_lead = (b0 < 0xC2) | (b0 > 0xF4)
+    row_end = offs[segment_of(offs, lead, xp) + 1]
+    bad = bad_lead | (lead + need > row_end)
+    b1 = b[xp.minimum(lead + 1, n - 1)].astype(xp.int32)
+    lo = xp.where(b0 == 0xE0, 0xA0, xp.where(b0 == 0xF0, 0x90, 0x80))
+    hi_ = xp.where(b0 == 0xED, 0x9F, xp.where(b0 == 0xF4, 0x8F, 0xBF))
+    bad |= (b1 < lo) | (b1 > hi_)
+    for k in (2, 3):
+        bk = b[xp.minimum(lead + k, n - 1)]
+        bad |= (need > k) & ((bk & 0xC0) != 0x80)
+    # continuation bytes that no valid lead claims (stray, or at the start of a row)
+    claimed = xp.zeros(n + 3, dtype=bool)
+    ok_lead, ok_need = lead[~bad], need[~bad]
+    for k in (1, 2, 3):
+        claimed[ok_lead[ok_need > k] + k] = True
+    cont = hi[~is_lead]
+    stray = cont[~claimed[cont]]
+    all_bad = xp.concatenate([lead[bad], stray])
+    if all_bad.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(_host(segment_of(offs, all_bad, xp))).astype(np.int64)
+
+
+def _host(a: Any) -> np.ndarray:
+    return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+def decode_at(data: Any, lead: Any, xp: ModuleType) -> Any:
+    """Code points (int32) of the UTF-8 sequences starting at positions ``lead`` (input already valid)."""
+    n = data.shape[0]
+    b0 = data[lead].astype(xp.int32)
+
+    def cont(k: int) -> Any:
+        return data[xp.minimum(lead + k, n - 1)].astype(xp.int32) & 0x3F
+
+    b1, b2, b3 = cont(1), cont(2), cont(3)
+    cp2 = ((b0 & 0x1F) << 6) | b1
+    cp3 = ((b0 & 0x0F) << 12) | (b1 << 6) | b2
+    cp4 = ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3
+    return xp.where(b0 < 0x80, b0, xp.where(b0 < 0xE0, cp2, xp.where(b0 < 0xF0, cp3, cp4)))
+
+
+def lead_positions(data: Any, xp: ModuleType) -> Any:
+    """Positions of the first byte of every UTF-8 character."""
+    return xp.flatnonzero((data & 0xC0) != 0x80)
+
+
+# ------------------------------------------------------------------------------------ normalization
+
+
+@functools.lru_cache(maxsize=1)
+def _host_tables() -> dict[str, np.ndarray]:
+    path = resources.files("triton_textops") / "data" / "unicode_tables.npz"
+    with resources.as_file(path) as p, np.load(p) as z:
+        return {k: z[k] for k in z.files}
+
+
+@dataclass
+class PreTokens:
+    """Normalized text and its BERT pre-tokens, for a batch of ``n`` texts (arrays of ``xp``)."""
+
+    xp: ModuleType
+    n: int
+    data: Any  # uint8: normalized UTF-8 bytes of all texts, concatenated
+    text_offsets: Any  # int64 (n+1): byte range of each text in ``data``
+    start: Any  # int64 per token: first byte in ``data``
+    end: Any  # int64 per token: one past the last byte
+    nchars: Any  # int64 per token: number of code points
+    text: Any  # int64 per token: index of its text
+    tok_offsets: Any  # int64 (n+1): token range of each text
+    is_punct: Any  # bool per token: a one-character punctuation token
+    special: Any = None  # int64 per token: index of a raw special token (-1 none, -2 absorbed), or None
+    _prefix: dict = field(default_factory=dict, repr=False)
+
+    def prefix_hash(self, which: int = 0) -> tuple[Any, Any]:
+        """(P, powB) prefix arrays of polynomial hash ``which`` over ``data`` (computed once, cached)."""
+        if which not in self._prefix:
+            self._prefix[which] = _prefix_arrays(self.data, HASH_BASES[which], self.xp)
+        return self._prefix[which]
+
+
+class Normalizer:
+    """BERT normalizer + pre-tokenizer for one casing on one array module."""
+
+    def __init__(self, lowercase: bool, xp: ModuleType = np) -> None:
+        t = _host_tables()
+        key = "uncased" if lowercase else "cased"
+        self.lowercase = lowercase
+        self.xp = xp
+        self.out_len = xp.asarray(t[f"{key}_len"].astype(np.int64))
+        self.out_off = xp.asarray(t[f"{key}_off"].astype(np.int64))
+        self.pool = xp.asarray(t[f"{key}_pool"])
+        self.pclass = xp.asarray(t["pretok_class"])
+        # ASCII fast path: every ASCII code point maps to at most one ASCII byte (checked here)
+        a_len, a_off = t[f"{key}_len"][:128], t[f"{key}_off"][:128]
+        a_byte = np.arange(128, dtype=np.uint8)
+        repl = a_off >= 0
+        a_byte[repl & (a_len == 1)] = t[f"{key}_pool"][a_off[repl & (a_len == 1)]]
+        if a_len.max() > 1 or (a_byte >= 0x80).any():
+            raise RuntimeError("unicode tables: an ASCII code point maps to more than one ASCII byte")
+        self.ascii_len = xp.asarray(a_len)
+        self.ascii_byte = xp.asarray(a_byte)
+        self.ascii_class = xp.asarray(t["pretok_class"][:128])
+
+    @classmethod
+    def get(cls, lowercase: bool = True, xp: ModuleType = np) -> Normalizer:
+        """Cached instance per (casing, array module, current CUDA device)."""
+        dev = -1
+        if xp is not np:
+            dev = xp.cuda.runtime.getDevice()
+        return _normalizer(lowercase, xp, dev)
+
+    def normalize(self, batch: TextBatch) -> tuple[Any, Any, Any]:
+        """Normalized bytes, their per-text offsets (n+1), and for every input byte the output position
+        of its character (n_bytes+1 entries; what raw positions map to).
+
+        ASCII bytes go through a 128-entry slice of the table; only the (sparse) non-ASCII characters
+        are decoded and expanded, so mostly-ASCII text costs a few passes over the bytes."""
+        xp = self.xp
+        data, offs = batch.data, batch.offsets
+        nb = data.shape[0]
+        is_ascii = data < 0x80
+        low = data & 0x7F
+        blen = xp.where(is_ascii, self.ascii_len[low], 0).astype(xp.int64)
+        lead = xp.flatnonzero(data >= 0xC0)  # non-ASCII characters
+        cps = decode_at(data, lead, xp)
+        ln = self.out_len[cps]
+        blen[lead] = ln
+        out_end = xp.cumsum(blen)
+        total = int(out_end[-1]) if nb else 0
+        out_pos = xp.empty(nb + 1, dtype=xp.int64)
+        out_pos[:nb] = out_end - blen
+        out_pos[nb] = total
+        out = xp.empty(total, dtype=xp.uint8)
+        keep = xp.flatnonzero(is_ascii & (blen > 0))
+        out[out_pos[keep]] = self.ascii_byte[low[keep]]
+        if lead.shape[0]:
+            width = int(ln.max())
+            if width:
+                o = self.out_off[cps]
+                j = xp.arange(width, dtype=xp.int64)
+                inside = j[None, :] < ln[:, None]
+                ident = (o < 0)[:, None]
+                src_in = xp.where(inside & ident, lead[:, None] + j[None, :], 0)
+                src_pool = xp.where(inside & ~ident, o[:, None] + j[None, :], 0)
+                val = xp.where(ident, data[src_in], self.pool[src_pool])
+                dst = out_pos[lead][:, None] + j[None, :]
+                out[dst[inside]] = val[inside]
+        return out, out_pos[offs], out_pos
+
+    def pretokenize(self, batch: TextBatch, specials: list[bytes] | None = None) -> PreTokens:
+        """Normalize and pre-tokenize a batch; ``specials`` are raw strings matched before normalization
+        (HF added special tokens such as ``[CLS]``), reported per token in ``PreTokens.special``.
+
+        Works on bytes: a continuation byte carries the class of its character, so a token starts at a
+        lead byte and ends at a character's last byte."""
+        xp = self.xp
+        out, text_offsets, out_pos = self.normalize(batch)
+        total = out.shape[0]
+        cls = xp.where(out < 0x80, self.ascii_class[out & 0x7F], 0).astype(xp.uint8)
+        hi = xp.flatnonzero(out >= 0x80)
+        if hi.shape[0]:
+            is_lead_hi = out[hi] >= 0xC0
+            lead_hi = hi[is_lead_hi]
+            lead_cls = self.pclass[decode_at(out, lead_hi, xp)]
+            cls[hi] = lead_cls[xp.cumsum(is_lead_hi) - 1]
+        is_lead = (out & 0xC0) != 0x80
+        boundary = xp.zeros(total + 1, dtype=bool)  # first byte of a text (and the end)
+        boundary[text_offsets] = True
+        not_space = cls != SPACE
+        is_p = cls == PUNCT
+        prev_break = xp.ones(total, dtype=bool)
+        prev_break[1:] = cls[:-1] != WORD
+        next_break = xp.ones(total, dtype=bool)
+        next_break[:-1] = cls[1:] != WORD
+        char_end = xp.ones(total, dtype=bool)
+        char_end[:-1] = is_lead[1:]
+        first = xp.flatnonzero(is_lead & not_space & (is_p | prev_break | boundary[:total]))
+        last = xp.flatnonzero(char_end & not_space & (is_p | next_break | boundary[1:]))
+        nlead = xp.cumsum(is_lead, dtype=xp.int64)
+        tok_text = segment_of(text_offsets, first, xp)
+        pre = PreTokens(
+            xp=xp,
+            n=batch.n,
+            data=out,
+            text_offsets=text_offsets,
+            start=first,
+            end=last + 1,
+            nchars=nlead[last] - nlead[first] + 1,
+            text=tok_text,
+            tok_offsets=xp.searchsorted(tok_text, xp.arange(batch.n + 1), side="left"),
+            is_punct=is_p[first],
+        )
+        if specials:
+            pre.special = self._mark_specials(batch, pre, specials, out_pos)
+        return pre
+
+    def _mark_specials(self, batch: TextBatch, pre: PreTokens, specials: list[bytes], out_pos: Any) -> Any:
+        """Tokens covered by a raw occurrence of a special string: the first gets its index, the rest -2."""
+        xp = self.xp
+        data, offs = batch.data, batch.offsets
+        n_in = data.shape[0]
+        ntok = pre.start.shape[0]
+        special = xp.full(ntok, -1, dtype=xp.int64)
+        firsts = sorted({s[:1] for s in specials})
+        cand = xp.flatnonzero(xp.isin(data, xp.asarray([f[0] for f in firsts], dtype=xp.uint8)))
+        if cand.size == 0 or ntok == 0:
+            return special
+        row_end = offs[segment_of(offs, cand, xp) + 1]
+        which = xp.full(cand.shape, -1, dtype=xp.int64)
+        length = xp.zeros(cand.shape, dtype=xp.int64)
+        # leftmost-longest: try longer strings first so a longer match wins at the same position
+        for j in sorted(range(len(specials)), key=lambda i: -len(specials[i])):
+            s = specials[j]
+            ok = (which < 0) & (cand + len(s) <= row_end)
+            for k, byte in enumerate(s):
+                ok &= data[xp.minimum(cand + k, n_in - 1)] == byte
+            which = xp.where(ok, j, which)
+            length = xp.where(ok, len(s), length)
+        hit = xp.flatnonzero(which >= 0)
+        if hit.size == 0:
+            return special
+        pos, which, length = cand[hit], which[hit], length[hit]
+        # drop matches overlapping an earlier match (leftmost wins)
+        keep = _non_overlapping(_host(pos), _host(length))
+        pos, which, length = pos[keep], which[keep], length[keep]
+        o_s, o_e = out_pos[pos], out_pos[pos + length]
+        t_first = xp.searchsorted(pre.start, o_s, side="left")
+        t_last = xp.searchsorted(pre.start, o_e, side="left")
+        has = t_first < t_last
+        t_first, t_last, which = t_first[has], t_last[has], which[has]
+        plus = xp.zeros(ntok + 1, dtype=xp.int64)
+        minus = xp.zeros(ntok + 1, dtype=xp.int64)
+        plus[t_first + 1] = 1
+        minus[t_last] = 1
+        absorbed = xp.cumsum(plus - minus)[:ntok] > 0
+        special[absorbed] = -2
+        special[t_first] = which
+        return special
+
+
+def _non_overlapping(pos: np.ndarray, length: np.ndarray) -> np.ndarray:
+    keep = np.ones(pos.shape[0], dtype=bool)
+    end = -1
+    for i in range(pos.shape[0]):  # matches are rare (only at special-string first bytes)
+        if pos[i] < end:
+            keep[i] = False
+        else:
+            end = pos[i] + length[i]
+    return keep
+
+
+@functools.lru_cache(maxsize=16)
+def _normalizer(lowercase: bool, xp: ModuleType, device: int) -> Normalizer:
+    return Normalizer(lowercase, xp)
+
+
+# ------------------------------------------------------------------------------------------ hashing
+
+
+def hash_bytes(s: bytes, which: int = 0, seed: int = 0) -> int:
+    """The polynomial hash of ``s`` (mod 2**64) that the vectorized span hashes reproduce."""
+    base = HASH_BASES[which]
+    h = seed
+    for c in s:
+        h = (h * base + c) & _M64
+    return h
+
+
+_POW_CACHE: dict[tuple, tuple[Any, Any]] = {}
+
+
+def _powers(base: int, n: int, xp: ModuleType) -> tuple[Any, Any]:
+    """(base^k, base^-k) mod 2**64 for k <= n, cached per module/device and grown by doubling."""
+    dev = xp.cuda.runtime.getDevice() if xp is not np else -1
+    key = (xp.__name__, dev, base)
+    have = _POW_CACHE.get(key)
+    if have is None or have[0].shape[0] <= n:
+        size = max(n + 1, 2 * (have[0].shape[0] if have else 0), 1 << 16)
+        out = []
+        for b in (base, pow(base, -1, 1 << 64)):
+            pw = xp.full(size, b, dtype=xp.uint64)
+            pw[0] = 1
+            out.append(xp.cumprod(pw, dtype=xp.uint64))
+        have = _POW_CACHE[key] = (out[0], out[1])
+    return have
+
+
+def _prefix_arrays(data: Any, base: int, xp: ModuleType) -> tuple[Any, Any]:
+    """P[m] = sum_{k<m} b_k * base^-k and powB[k] = base^k, all mod 2**64 (uint64 wraps)."""
+    n = data.shape[0]
+    pw, pinv = _powers(base, n, xp)
+    p = xp.zeros(n + 1, dtype=xp.uint64)
+    p[1:] = xp.cumsum(data * pinv[:n], dtype=xp.uint64)
+    return p, pw
+
+
+def span_hash(pre: PreTokens, start: Any, end: Any, which: int = 0) -> Any:
+    """Hash ``which`` of each byte span ``data[start:end]`` (non-empty spans), equal to :func:`hash_bytes`."""
+    p, pw = pre.prefix_hash(which)
+    return (p[end] - p[start]) * pw[end - 1]
+
+
+def span_hashes(pre: PreTokens, start: Any = None, end: Any = None) -> tuple[Any, Any]:
+    """Two independent uint64 hashes of each span (default: every pre-token): a 128-bit identity."""
+    start = pre.start if start is None else start
+    end = pre.end if end is None else end
+    return span_hash(pre, start, end, 0), span_hash(pre, start, end, 1)
+
+
+class ByteTable:
+    """Exact lookup of byte strings by span: an open-addressing hash table whose hits are verified
+    byte by byte, so a hash collision can never produce a wrong answer."""
+
+    def __init__(self, strings: list[bytes], xp: ModuleType = np, values: list[int] | None = None) -> None:
+        if values is None:
+            values = list(range(len(strings)))
+        self.xp = xp
+        self.strings = list(strings)
+        self.max_len = max((len(s) for s in strings), default=0)
+        lens = np.fromiter((len(s) for s in strings), dtype=np.int64, count=len(strings))
+        starts = np.zeros(len(strings) + 1, dtype=np.int64)
+        np.cumsum(lens, out=starts[1:])
+        keys = [hash_bytes(s) for s in strings]
+        if len(set(keys)) != len(keys):
+            dup = len(keys) - len(set(keys))
+            raise ValueError(f"ByteTable: {dup} duplicate strings (or a 64-bit collision) in the input")
+        bits = max(3, (max(len(keys), 1) * 4 - 1).bit_length())
+        while True:
+            slots_key, slots_idx, max_probe = _build_slots(keys, bits)
+            if max_probe <= 4 or bits >= 26:
+                break
+            bits += 1
+        self.bits, self.max_probe = bits, max_probe
+        self.slot_key = xp.asarray(slots_key)
+        self.slot_idx = xp.asarray(slots_idx)
+        self.values = xp.asarray(np.asarray(values, dtype=np.int64))
+        self.str_start = xp.asarray(starts[:-1])
+        self.str_len = xp.asarray(lens)
+        self.pool = xp.asarray(np.frombuffer(b"".join(strings) or b"\0", dtype=np.uint8))
+
+    def find(self, keys: Any, data: Any, start: Any, length: Any, prefix: bytes = b"") -> Any:
+        """Index of the string equal to ``prefix + data[start:start+length]`` for each query, else -1.
+        ``keys`` are the queries' hashes (``hash_bytes`` of the full string)."""
+        xp = self.xp
+        nq = keys.shape[0]
+        res = xp.full(nq, -1, dtype=xp.int64)
+        if nq == 0 or not self.strings:
+            return res
+        mask = (1 << self.bits) - 1
+        slot = ((keys * xp.uint64(_MIX)) >> xp.uint64(64 - self.bits)).astype(xp.int64)
+        for _ in range(self.max_probe + 1):
+            cand = self.slot_idx[slot]
+            hit = (cand >= 0) & (self.slot_key[slot] == keys) & (res < 0)
+            res = xp.where(hit, cand, res)
+            slot = (slot + 1) & mask
+        return self._verify(res, data, start, length, prefix)
+
+    def _verify(self, res: Any, data: Any, start: Any, length: Any, prefix: bytes) -> Any:
+        xp = self.xp
+        hit = xp.flatnonzero(res >= 0)
+        if hit.size == 0:
+            return res
+        idx = res[hit]
+        ln = length[hit] if hasattr(length, "shape") and length.shape else xp.full(hit.shape, int(length), dtype=xp.int64)
+        st = start[hit]
+        np_ = len(prefix)
+        ok = self.str_len[idx] == ln + np_
+        s0 = self.str_start[idx]
+        for k, byte in enumerate(prefix):
+            ok &= self.pool[s0 + k] == byte
+        width = int(ln.max())
+        if width:
+            j = xp.arange(width, dtype=xp.int64)
+            inside = j[None, :] < ln[:, None]
+            a = data[xp.where(inside, st[:, None] + j[None, :], 0)]
+            b = self.pool[xp.where(inside, s0[:, None] + np_ + j[None, :], 0)]
+            ok &= ((a == b) | ~inside).all(axis=1)
+        res[hit[~ok]] = -1
+        return res
+
+    def lookup(self, pre: PreTokens, start: Any = None, end: Any = None) -> Any:
+        """Index of each span of ``pre.data`` (default: every pre-token) in the table, or -1."""
+        xp = self.xp
+        start = pre.start if start is None else start
+        end = pre.end if end is None else end
+        res = xp.full(start.shape[0], -1, dtype=xp.int64)
+        ok = xp.flatnonzero((end > start) & (end - start <= self.max_len))
+        if ok.size:
+            s, e = start[ok], end[ok]
+            res[ok] = self.find(span_hash(pre, s, e), pre.data, s, e - s)
+        return xp.where(res >= 0, self.values[xp.maximum(res, 0)], -1)
+
+
+def _build_slots(keys: list[int], bits: int) -> tuple[np.ndarray, np.ndarray, int]:
+    size = 1 << bits
+    slot_key = np.zeros(size, dtype=np.uint64)
+    slot_idx = np.full(size, -1, dtype=np.int64)
+    karr = np.asarray(keys, dtype=np.uint64)
+    home = ((karr * np.uint64(_MIX)) >> np.uint64(64 - bits)).astype(np.int64)
+    max_probe = 0
+    for i in range(len(keys)):
+        s = int(home[i])
+        d = 0
+        while slot_idx[s] >= 0:
+            s = (s + 1) & (size - 1)
+            d += 1
+        slot_key[s] = karr[i]
+        slot_idx[s] = i
+        max_probe = max(max_probe, d)
+    return slot_key, slot_idx, max_probe

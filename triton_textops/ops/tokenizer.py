@@ -1,0 +1,262 @@
+"""BERT WordPiece tokenization, identical to HuggingFace's ``BertWordPieceTokenizer``, on NumPy or CuPy.
+
+Stages: (a) normalization + pre-tokenization (:mod:`triton_textops.ops.text`, shared with the
+readability features), (b) WordPiece (greedy longest-match-first, vectorized over every word of the
+batch at once), (c) BERT packing (``[CLS] … [SEP]``, truncation, overflow windows with stride, padding,
+masks, row→text mapping). One algorithm for both array modules, so CPU and GPU give identical tensors.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from triton_textops.errors import InputError
+from triton_textops.ops.text import (
+    HASH_BASES,
+    ByteTable,
+    Normalizer,
+    PreTokens,
+    TextBatch,
+    hash_bytes,
+    span_hash,
+)
+from triton_textops.ops.xp import get_xp, resolve_device
+
+SPECIAL_TOKENS = ("[UNK]", "[SEP]", "[CLS]", "[PAD]", "[MASK]")  # HF registers those present in the vocab
+REQUIRED_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[PAD]")
+MAX_INPUT_CHARS_PER_WORD = 100  # HF WordPiece: a longer word becomes one [UNK]
+CONTINUATION = b"##"
+
+
+@dataclass
+class Encoding:
+    """Tokenizer output: arrays of the device's array module."""
+
+    input_ids: Any  # (rows, max_length)
+    attention_mask: Any  # (rows, max_length)
+    token_type_ids: Any  # (rows, max_length), zeros
+    overflow_to_sample_mapping: Any  # (rows,) index of the text each row came from
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+
+class BertTokenizer:
+    """HuggingFace-exact BERT WordPiece tokenizer over a ``vocab.txt``."""
+
+    def __init__(self, vocab: list[str], *, lowercase: bool = True, device: str = "cpu") -> None:
+        self.device = resolve_device(device)
+        self.xp: ModuleType = get_xp(self.device)
+        self.lowercase = lowercase
+        ids: dict[str, int] = {}
+        for i, tok in enumerate(vocab):
+            ids[tok] = i  # a repeated token keeps its last id, as HF's vocab reader does
+        missing = [t for t in REQUIRED_TOKENS if t not in ids]
+        if missing:
+            raise ValueError(f"vocabulary lacks the required special token(s) {', '.join(missing)}")
+        self.vocab = ids
+        self.vocab_size = len(vocab)
+        self.unk_id, self.cls_id = ids["[UNK]"], ids["[CLS]"]
+        self.sep_id, self.pad_id = ids["[SEP]"], ids["[PAD]"]
+        self.specials = [t for t in SPECIAL_TOKENS if t in ids]
+        self._special_ids = self.xp.asarray(np.asarray([ids[t] for t in self.specials], dtype=np.int64))
+        toks = [t.encode("utf-8") for t in ids]
+        self.table = ByteTable(toks, self.xp, values=list(ids.values()))
+        self.max_piece = max((len(t) - (2 if t.startswith(CONTINUATION) else 0) for t in toks), default=0)
+        self.normalizer = Normalizer.get(lowercase, self.xp)
+
+    @classmethod
+    def from_vocab(cls, path: str | os.PathLike, *, lowercase: bool = True, device: str = "cpu") -> BertTokenizer:
+        """Load a WordPiece ``vocab.txt`` (one token per line, id = line number)."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().split("\n")
+        except FileNotFoundError:
+            raise FileNotFoundError(f"vocabulary file not found: {path}") from None
+        except UnicodeDecodeError as e:
+            raise ValueError(f"vocabulary {path} is not valid UTF-8: {e}") from None
+        if lines and lines[-1] == "":
+            lines.pop()
+        return cls([ln.rstrip() for ln in lines], lowercase=lowercase, device=device)
+
+    # ----------------------------------------------------------------------------------- stages
+
+    def pretokenize(self, texts: Any) -> PreTokens:
+        """Stage (a): texts → normalized bytes + pre-token spans (with raw special tokens marked)."""
+        batch = texts if isinstance(texts, TextBatch) else TextBatch.from_texts(texts, self.xp)
+        return self.normalizer.pretokenize(batch, [s.encode() for s in self.specials])
+
+    def wordpiece(self, pre: PreTokens) -> tuple[Any, Any]:
+        """Stage (b): pre-tokens → (piece ids, per-text piece offsets (n+1))."""
+        xp = self.xp
+        ntok = pre.start.shape[0]
+        special = pre.special if pre.special is not None else xp.full(ntok, -1, dtype=xp.int64)
+        is_word = special == -1
+        too_long = is_word & (pre.nchars > MAX_INPUT_CHARS_PER_WORD)
+        words = xp.flatnonzero(is_word & ~too_long)
+        rounds_ids: list[Any] = []
+        rounds_words: list[Any] = []
+        failed = xp.zeros(ntok, dtype=bool)
+        n_pieces = xp.zeros(ntok, dtype=xp.int64)
+        pos = pre.start[words]
+        end = pre.end[words]
+        cont = False
+        while words.shape[0]:
+            best, blen = self._longest_match(pre, pos, end, cont)
+            miss = best < 0
+            failed[words[miss]] = True
+            ok = xp.flatnonzero(~miss)
+            words, pos, end, best, blen = words[ok], pos[ok], end[ok], best[ok], blen[ok]
+            rounds_ids.append(best)
+            rounds_words.append(words)
+            n_pieces[words] += 1
+            pos = pos + blen
+            more = xp.flatnonzero(pos < end)
+            words, pos, end = words[more], pos[more], end[more]
+            cont = True
+        # pieces per token: the word's pieces, one [UNK], one special id, or none (absorbed by a special)
+        count = xp.where(is_word, xp.where(failed | too_long, 1, n_pieces), xp.where(special >= 0, 1, 0))
+        tok_off = xp.cumsum(count) - count
+        total = int(count.sum()) if ntok else 0
+        pieces = xp.empty(total, dtype=xp.int64)
+        for r, (ids, ws) in enumerate(zip(rounds_ids, rounds_words)):
+            keep = ~failed[ws]
+            pieces[tok_off[ws[keep]] + r] = ids[keep]
+        unk = xp.flatnonzero(is_word & (failed | too_long))
+        pieces[tok_off[unk]] = self.unk_id
+        sp = xp.flatnonzero(special >= 0)
+        pieces[tok_off[sp]] = self._special_ids[special[sp]]
+        ends = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(count)])
+        return pieces, ends[pre.tok_offsets]
+
+    def _longest_match(self, pre: PreTokens, pos: Any, end: Any, cont: bool) -> tuple[Any, Any]:
+        """For each word remainder ``data[pos:end]``, the id and byte length of the longest vocab piece
+        it starts with (``##``-prefixed when ``cont``), or -1. Candidates are tried longest first; a
+        word leaves the search at its first verified hit."""
+        xp = self.xp
+        n = pos.shape[0]
+        best = xp.full(n, -1, dtype=xp.int64)
+        blen = xp.zeros(n, dtype=xp.int64)
+        rem = xp.minimum(end - pos, self.max_piece)
+        order = xp.argsort(-rem.astype(xp.int16), kind="stable")
+        rem_sorted = rem[order]
+        top = int(rem_sorted[0]) if n else 0
+        # number of words with rem >= l, for each l: words are sorted by rem descending
+        counts = xp.searchsorted(-rem_sorted, -xp.arange(top + 1), side="right")
+        counts_h = counts.get() if hasattr(counts, "get") else counts
+        seed = hash_bytes(CONTINUATION) if cont else 0
+        for ln in range(top, 0, -1):
+            cand = order[: int(counts_h[ln])]
+            cand = cand[best[cand] < 0]
+            if cand.shape[0] == 0:
+                continue
+            s = pos[cand]
+            key = span_hash(pre, s, s + ln)
+            if cont:  # hash("##" + s) = hash("##") * B^len(s) + hash(s)
+                key = key + xp.uint64(seed * pow(HASH_BASES[0], ln, 1 << 64) % (1 << 64))
+            found = self.table.find(key, pre.data, s, ln, CONTINUATION if cont else b"")
+            hit = found >= 0
+            best[cand[hit]] = self.table.values[found[hit]]
+            blen[cand[hit]] = ln
+        return best, blen
+
+    def pack(
+        self,
+        pieces: Any,
+        piece_offsets: Any,
+        *,
+        max_length: int = 128,
+        stride: int = 0,
+        return_overflowing_tokens: bool = False,
+        add_special_tokens: bool = True,
+        dtype: str = "int64",
+    ) -> Encoding:
+        """Stage (c): BERT packing of each text's pieces into fixed-length rows (HF semantics)."""
+        xp = self.xp
+        n_special = 2 if add_special_tokens else 0
+        content = max_length - n_special
+        if content < 1:
+            raise InputError(f"max_length={max_length} leaves no room for content ({n_special} special tokens)")
+        if stride < 0:
+            raise InputError(f"stride must be >= 0, got {stride}")
+        if return_overflowing_tokens and stride >= content:
+            raise InputError(
+                f"stride={stride} must be smaller than the content length per window "
+                f"(max_length - special tokens = {content})"
+            )
+        if dtype not in ("int64", "int32"):
+            raise InputError(f"dtype must be 'int64' or 'int32', got {dtype!r}")
+        ntext = piece_offsets.shape[0] - 1
+        lens = xp.diff(piece_offsets)
+        if return_overflowing_tokens:
+            step = content - stride
+            windows = xp.where(lens <= content, 1, 1 + (lens - content + step - 1) // step)
+        else:
+            step = content
+            windows = xp.ones(ntext, dtype=xp.int64)
+        row_ends = xp.cumsum(windows)
+        nrows = int(row_ends[-1]) if ntext else 0
+        row_text = xp.searchsorted(row_ends, xp.arange(nrows), side="right")
+        k = xp.arange(nrows) - (row_ends - windows)[row_text]
+        start = k * step
+        length = xp.minimum(content, lens[row_text] - start)
+        j = xp.arange(content, dtype=xp.int64)
+        inside = j[None, :] < length[:, None]
+        src = xp.where(inside, piece_offsets[row_text][:, None] + start[:, None] + j[None, :], 0)
+        body = xp.where(inside, pieces[src] if pieces.shape[0] else 0, self.pad_id)
+        ids = xp.full((nrows, max_length), self.pad_id, dtype=xp.int64)
+        rows = xp.arange(nrows)
+        if add_special_tokens:
+            ids[:, 0] = self.cls_id
+            ids[:, 1 : 1 + content] = body
+            ids[rows, length + 1] = self.sep_id
+            used = length + 2
+        else:
+            ids[:, :content] = body
+            used = length
+        out_dtype = xp.int64 if dtype == "int64" else xp.int32
+        mask = (xp.arange(max_length)[None, :] < used[:, None]).astype(out_dtype)
+        return Encoding(
+            input_ids=ids.astype(out_dtype, copy=False),
+            attention_mask=mask,
+            token_type_ids=xp.zeros((nrows, max_length), dtype=out_dtype),
+            overflow_to_sample_mapping=row_text.astype(out_dtype),
+        )
+
+    # ------------------------------------------------------------------------------------ public
+
+    def encode(
+        self,
+        texts: Any,
+        *,
+        max_length: int = 128,
+        stride: int = 0,
+        return_overflowing_tokens: bool = False,
+        add_special_tokens: bool = True,
+        dtype: str = "int64",
+    ) -> Encoding:
+        """Tokenize a batch. ``texts``: list of str/bytes, NumPy object array of bytes ([n] or [n, 1]),
+        a :class:`TextBatch`, or a ``(uint8 buffer, offsets)`` pair on the device."""
+        pre = self.pretokenize(texts)
+        pieces, offsets = self.wordpiece(pre)
+        return self.pack(
+            pieces,
+            offsets,
+            max_length=max_length,
+            stride=stride,
+            return_overflowing_tokens=return_overflowing_tokens,
+            add_special_tokens=add_special_tokens,
+            dtype=dtype,
+        )
+
+    def tokenize(self, text: str) -> list[str]:
+        """Word pieces of one text as strings (debugging aid)."""
+        inv = {v: k for k, v in self.vocab.items()}
+        pieces, _ = self.wordpiece(self.pretokenize([text]))
+        host = pieces.get() if hasattr(pieces, "get") else pieces
+        return [inv[int(i)] for i in host]
