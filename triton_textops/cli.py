@@ -9,6 +9,7 @@ import sys
 # Modules that define `add_parser(subparsers)`; each owns its subcommand(s).
 _COMMAND_MODULES = [
     "triton_textops.demo",
+    "triton_textops.stub",
     "triton_textops.server",
 ]
 
