@@ -1,0 +1,1455 @@
+"""A faithful, GPU-aware mock of ``triton_python_backend_utils`` (Triton 2.51 / python_backend r24.10).
+
+Inside Triton the module is two layers: a pure-Python file (dtype maps, BYTES (de)serializers,
+``get_*_by_name``, ``ModelConfig``, flag constants) onto which the stub ``setattr``s pybind11 classes
+(``Tensor``, ``InferenceRequest``, ``InferenceResponse``, ``TritonError``, ``TritonModelException``,
+``Logger``, ``MetricFamily``, ``PreferredMemory``, ...). This module supplies both, with the real
+messages and the real traps, so that a ``model.py`` tested here behaves as it will in the server:
+
+* ``Tensor(name, ndarray)`` takes exactly two positional arguments and only a NumPy array; unsupported
+  dtypes raise ``TritonModelException("NumPy dtype is not supported.")``; BYTES arrays are serialized
+  at construction; received BYTES tensors are ``object`` arrays of ``bytes``.
+* ``as_numpy()`` on a GPU tensor raises; ``to_dlpack()`` on BYTES raises; ``triton_dtype()`` raises
+  ``TypeError``; ``from_dlpack`` checks capsule/``__dlpack__``, C-contiguity, device and dtype.
+* ``Tensor.from_dlpack`` on NumPy data is broken in the real server (the consumed capsule is renamed
+  ``"used_dlpack"``, which NumPy's capsule destructor rejects: log flood with numpy<2, silently wrong
+  data with numpy 2). The mock raises ``TritonModelException`` instead of corrupting data
+  (``configure(numpy_from_dlpack="warn")`` turns it into a warning).
+* GPU tensors hold CuPy arrays when CuPy and a CUDA device exist (``is_cpu()`` False, ``__dlpack__``).
+
+Use :func:`triton_textops.testing.install_pb_utils` to register it as ``triton_python_backend_utils``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import enum
+import json
+import logging
+import struct
+import traceback
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from triton_textops.ops.xp import _cupy
+
+_log = logging.getLogger("triton_python_backend_utils")
+
+# ============================================================================ pure-Python layer
+
+TRITON_STRING_TO_NUMPY = {
+    "TYPE_BOOL": bool,
+    "TYPE_UINT8": np.uint8,
+    "TYPE_UINT16": np.uint16,
+    "TYPE_UINT32": np.uint32,
+    "TYPE_UINT64": np.uint64,
+    "TYPE_INT8": np.int8,
+    "TYPE_INT16": np.int16,
+    "TYPE_INT32": np.int32,
+    "TYPE_INT64": np.int64,
+    "TYPE_FP16": np.float16,
+    "TYPE_FP32": np.float32,
+    "TYPE_FP64": np.float64,
+    "TYPE_STRING": np.object_,
+}
+
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+TRITONSERVER_REQUEST_RELEASE_ALL = 1
+TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
+
+
+def serialize_byte_tensor(input_tensor: np.ndarray) -> bytes | tuple[()] | None:
+    """``<uint32 LE length><bytes>`` per element in C order; ``()`` when empty; None if not BYTES.
+
+    ``str`` elements are UTF-8 encoded, ``bytes`` kept, anything else ``str()``-ed (object arrays);
+    ``S`` arrays use their raw items (NumPy strips trailing NULs from those).
+    """
+    if input_tensor.size == 0:
+        return ()
+    if input_tensor.dtype == np.object_ or input_tensor.dtype.type == np.bytes_:
+        parts: list[bytes] = []
+        is_object = input_tensor.dtype == np.object_
+        for item in np.nditer(input_tensor, flags=["refs_ok"], order="C"):
+            value = item.item()
+            if is_object:
+                data = value if type(value) is bytes else str(value).encode("utf-8")
+            else:
+                data = value
+            parts.append(struct.pack("<I", len(data)))
+            parts.append(data)
+        return b"".join(parts)
+    return None
+
+
+def deserialize_bytes_tensor(encoded_tensor: Any) -> np.ndarray:
+    """Inverse of :func:`serialize_byte_tensor`: a 1-D ``object`` array of ``bytes``."""
+    buf = bytes(encoded_tensor) if not isinstance(encoded_tensor, bytes) else encoded_tensor
+    items: list[bytes] = []
+    offset = 0
+    while offset < len(buf):
+        (length,) = struct.unpack_from("<I", buf, offset)
+        offset += 4
+        (item,) = struct.unpack_from(f"<{length}s", buf, offset)
+        offset += length
+        items.append(item)
+    return np.array(items, dtype=np.object_)
+
+
+def get_input_tensor_by_name(inference_request: Any, name: str) -> Tensor | None:
+    """The request input called ``name``, or None."""
+    for tensor in inference_request.inputs():
+        if tensor.name() == name:
+            return tensor
+    return None
+
+
+def get_output_tensor_by_name(inference_response: Any, name: str) -> Tensor | None:
+    """The response output called ``name``, or None."""
+    for tensor in inference_response.output_tensors():
+        if tensor.name() == name:
+            return tensor
+    return None
+
+
+def get_input_config_by_name(model_config: dict, name: str) -> dict | None:
+    """The ``input`` entry of a parsed model config called ``name``, or None."""
+    if "input" in model_config:
+        for props in model_config["input"]:
+            if props["name"] == name:
+                return props
+    return None
+
+
+def get_output_config_by_name(model_config: dict, name: str) -> dict | None:
+    """The ``output`` entry of a parsed model config called ``name``, or None."""
+    if "output" in model_config:
+        for props in model_config["output"]:
+            if props["name"] == name:
+                return props
+    return None
+
+
+def using_decoupled_model_transaction_policy(model_config: dict) -> bool:
+    """True when the parsed config sets ``model_transaction_policy { decoupled: true }``."""
+    if "model_transaction_policy" in model_config:
+        return model_config["model_transaction_policy"]["decoupled"]
+    return False
+
+
+_TRITON_TO_NUMPY = {
+    1: np.bool_,
+    2: np.uint8,
+    3: np.uint16,
+    4: np.uint32,
+    5: np.uint64,
+    6: np.int8,
+    7: np.int16,
+    8: np.int32,
+    9: np.int64,
+    10: np.float16,
+    11: np.float32,
+    12: np.float64,
+    13: np.object_,
+}
+
+
+def triton_to_numpy_type(data_type: int) -> Any:
+    """Triton DataType code (1..13) to a NumPy type; None for anything else (BF16 included)."""
+    for code, typ in _TRITON_TO_NUMPY.items():
+        if data_type == code:
+            return typ
+    return None
+
+
+def numpy_to_triton_type(data_type: Any) -> int | None:
+    """NumPy dtype/type to the Triton DataType code; ``np.bytes_`` -> 13; unknown -> None."""
+    for code, typ in _TRITON_TO_NUMPY.items():
+        if code == 13:
+            break
+        if data_type == typ:
+            return code
+    if data_type == np.object_ or data_type == np.bytes_:
+        return 13
+    return None
+
+
+def triton_string_to_numpy(triton_type_string: str) -> Any:
+    """``"TYPE_FP32"`` -> ``np.float32`` (KeyError for unknown names, TYPE_BF16 included)."""
+    return TRITON_STRING_TO_NUMPY[triton_type_string]
+
+
+class ModelConfig:
+    """The object ``auto_complete_config`` receives and must return (python_backend semantics)."""
+
+    def __init__(self, model_config: str) -> None:
+        self._model_config = json.loads(model_config)
+
+    def as_dict(self) -> dict:
+        """The (mutable) parsed configuration."""
+        return self._model_config
+
+    def set_max_batch_size(self, max_batch_size: int) -> None:
+        """Set ``max_batch_size``; ValueError if the config already has a larger value."""
+        cfg = self._model_config
+        if cfg["max_batch_size"] > max_batch_size:
+            raise ValueError(
+                "configuration specified max_batch_size "
+                + str(cfg["max_batch_size"])
+                + ", but in auto-complete-config function for model '"
+                + cfg["name"]
+                + "' specified max_batch_size "
+                + str(max_batch_size)
+            )
+        cfg["max_batch_size"] = max_batch_size
+
+    def set_dynamic_batching(self) -> None:
+        """Enable dynamic batching unless sequence or ensemble scheduling is configured."""
+        cfg = self._model_config
+        found = None
+        if "sequence_batching" in cfg:
+            found = "sequence_batching"
+        elif "ensemble_scheduling" in cfg:
+            found = "ensemble_scheduling"
+        if found is not None:
+            raise ValueError(
+                "Configuration specified scheduling_choice as '"
+                + found
+                + "', but auto-complete-config function for model '"
+                + cfg["name"]
+                + "' tries to set scheduling_choice as 'dynamic_batching'"
+            )
+        if "dynamic_batching" not in cfg:
+            cfg["dynamic_batching"] = {}
+
+    def _check_io(self, io: dict, kind: str, valid: list[str], valid_text: str) -> None:
+        name = self._model_config["name"]
+        for prop in io:
+            if prop not in valid:
+                raise ValueError(
+                    f"{kind} '"
+                    + io["name"]
+                    + "' in auto-complete-config function for model '"
+                    + name
+                    + f"' contains property other than {valid_text}."
+                )
+        if "name" not in io:
+            raise ValueError(
+                f"{kind} in auto-complete-config function for model '"
+                + name
+                + "' is missing 'name' property."
+            )
+        for prop in ("data_type", "dims"):
+            if prop not in io:
+                raise ValueError(
+                    f"{kind} '"
+                    + io["name"]
+                    + "' in auto-complete-config function for model '"
+                    + name
+                    + f"' is missing '{prop}' property."
+                )
+
+    def add_input(self, input: dict) -> None:  # noqa: A002 - the real parameter name
+        """Add or complete an input (keys name, data_type, dims, optional)."""
+        self._check_io(
+            input,
+            "input",
+            ["name", "data_type", "dims", "optional"],
+            "'name', 'data_type', 'dims' and 'optional'",
+        )
+        name = self._model_config["name"]
+        for cur in self._model_config["input"]:
+            if input["name"] != cur["name"]:
+                continue
+            if cur["data_type"] != "TYPE_INVALID" and cur["data_type"] != input["data_type"]:
+                raise ValueError(
+                    "unable to load model '"
+                    + name
+                    + "', configuration expects datatype "
+                    + cur["data_type"]
+                    + " for input '"
+                    + input["name"]
+                    + "', model provides "
+                    + input["data_type"]
+                )
+            if cur["dims"] and cur["dims"] != input["dims"]:
+                raise ValueError(
+                    "model '"
+                    + name
+                    + "', tensor '"
+                    + input["name"]
+                    + "': the model expects dims "
+                    + str(input["dims"])
+                    + " but the model configuration specifies dims "
+                    + str(cur["dims"])
+                )
+            if "optional" in cur and "optional" in input and cur["optional"] != input["optional"]:
+                raise ValueError(
+                    "model '"
+                    + name
+                    + "', tensor '"
+                    + input["name"]
+                    + "': the model expects optional "
+                    + str(input["optional"])
+                    + " but the model configuration specifies optional "
+                    + str(cur["optional"])
+                )
+            cur["data_type"] = input["data_type"]
+            cur["dims"] = input["dims"]
+            if "optional" in input:
+                cur["optional"] = input["optional"]
+            return
+        self._model_config["input"].append(input)
+
+    def add_output(self, output: dict) -> None:
+        """Add or complete an output (keys name, data_type, dims)."""
+        self._check_io(output, "output", ["name", "data_type", "dims"], "'name', 'data_type' and 'dims'")
+        name = self._model_config["name"]
+        for cur in self._model_config["output"]:
+            if output["name"] != cur["name"]:
+                continue
+            if cur["data_type"] != "TYPE_INVALID" and cur["data_type"] != output["data_type"]:
+                raise ValueError(
+                    "unable to load model '"
+                    + name
+                    + "', configuration expects datatype "
+                    + cur["data_type"]
+                    + " for output '"
+                    + output["name"]
+                    + "', model provides "
+                    + output["data_type"]
+                )
+            if cur["dims"] and cur["dims"] != output["dims"]:
+                raise ValueError(
+                    "model '"
+                    + name
+                    + "', tensor '"
+                    + output["name"]
+                    + "': the model expects dims "
+                    + str(output["dims"])
+                    + " but the model configuration specifies dims "
+                    + str(cur["dims"])
+                )
+            cur["data_type"] = output["data_type"]
+            cur["dims"] = output["dims"]
+            return
+        self._model_config["output"].append(output)
+
+    def set_model_transaction_policy(self, transaction_policy_dict: dict) -> None:
+        """Set ``model_transaction_policy`` (only ``decoupled``; cannot flip an existing value)."""
+        cfg = self._model_config
+        for prop in transaction_policy_dict.keys():
+            if prop != "decoupled":
+                raise ValueError(
+                    "model transaction property in auto-complete-config function for model '"
+                    + cfg["name"]
+                    + "' contains property other than 'decoupled'."
+                )
+        if "model_transaction_policy" not in cfg:
+            cfg["model_transaction_policy"] = {}
+        if "decoupled" in transaction_policy_dict:
+            policy = cfg["model_transaction_policy"]
+            if "decoupled" in policy and policy["decoupled"] != transaction_policy_dict["decoupled"]:
+                raise ValueError(
+                    "trying to change decoupled property in auto-complete-config for model '"
+                    + cfg["name"]
+                    + "', which is already set to '"
+                    + str(policy["decoupled"])
+                    + "'."
+                )
+            policy["decoupled"] = transaction_policy_dict["decoupled"]
+
+
+# ============================================================================ mock runtime state
+
+
+class _Runtime:
+    """Process-wide state the stub would hold: active model, loaded models (for BLS), options."""
+
+    def __init__(self) -> None:
+        self.stack: list[Any] = []  # active harnesses (initialize/execute/finalize), innermost last
+        self.models: dict[str, Any] = {}  # model name -> harness, for BLS
+        self.numpy_from_dlpack = "error"
+        self.version = (24, 10)
+        self.log_records: list[tuple[str, str]] = []
+
+    @property
+    def current(self) -> Any:
+        return self.stack[-1] if self.stack else None
+
+
+_runtime = _Runtime()
+
+
+def configure(*, numpy_from_dlpack: str | None = None, triton_version: str | None = None) -> None:
+    """Mock options: ``numpy_from_dlpack`` = "error" | "warn"; ``triton_version`` = "YY.MM" container.
+
+    ``triton_version`` switches version-dependent API (e.g. ``InferenceResponse(parameters=...)``
+    exists only from 25.02). The default emulates 24.10 (Triton 2.51).
+    """
+    if numpy_from_dlpack is not None:
+        if numpy_from_dlpack not in ("error", "warn"):
+            raise ValueError("numpy_from_dlpack must be 'error' or 'warn'")
+        _runtime.numpy_from_dlpack = numpy_from_dlpack
+    if triton_version is not None:
+        yy, mm = triton_version.split(".")
+        _runtime.version = (int(yy), int(mm))
+
+
+def _version_at_least(yy: int, mm: int) -> bool:
+    return _runtime.version >= (yy, mm)
+
+
+# ============================================================================ errors
+
+
+class TritonModelException(Exception):  # noqa: N818 - the real name
+    """``c_python_backend_utils.TritonModelException``: raised by every binding error."""
+
+
+TritonModelException.__module__ = "c_python_backend_utils"
+
+
+class _ErrorCode(enum.IntEnum):
+    UNKNOWN = 0
+    INTERNAL = 1
+    NOT_FOUND = 2
+    INVALID_ARG = 3
+    UNAVAILABLE = 4
+    UNSUPPORTED = 5
+    ALREADY_EXISTS = 6
+    CANCELLED = 7
+
+
+_ErrorCode.__name__ = "__ErrorCode"
+_ErrorCode.__qualname__ = "TritonError.__ErrorCode"
+
+
+def _incompatible(what: str, signatures: Sequence[str], args: tuple, kwargs: dict) -> TypeError:
+    sigs = "\n".join(f"    {i}. {s}" for i, s in enumerate(signatures, 1))
+    invoked = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+    if kwargs and not args:
+        invoked = "kwargs: " + invoked
+    return TypeError(
+        f"{what}: incompatible {'constructor ' if what == '__init__()' else 'function '}arguments. "
+        f"The following argument types are supported:\n{sigs}\n\nInvoked with: {invoked}"
+    )
+
+
+class TritonError:
+    """``pb_utils.TritonError(message, code=TritonError.INTERNAL)``."""
+
+    UNKNOWN = _ErrorCode.UNKNOWN
+    INTERNAL = _ErrorCode.INTERNAL
+    NOT_FOUND = _ErrorCode.NOT_FOUND
+    INVALID_ARG = _ErrorCode.INVALID_ARG
+    UNAVAILABLE = _ErrorCode.UNAVAILABLE
+    UNSUPPORTED = _ErrorCode.UNSUPPORTED
+    ALREADY_EXISTS = _ErrorCode.ALREADY_EXISTS
+    CANCELLED = _ErrorCode.CANCELLED
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        names = ("message", "code")
+        values = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names or k in values:
+                raise _incompatible("__init__()", [_TRITON_ERROR_SIG], args, kwargs)
+            values[k] = v
+        message = values.get("message")
+        code = values.get("code", _ErrorCode.INTERNAL)
+        if len(args) > 2 or not isinstance(message, str):
+            raise _incompatible("__init__()", [_TRITON_ERROR_SIG], args, kwargs)
+        if not isinstance(code, _ErrorCode):
+            raise _incompatible("__init__()", [_TRITON_ERROR_SIG], args, kwargs)
+        self._message = message
+        self._code = code
+
+    def message(self) -> str:
+        """The error text."""
+        return self._message
+
+    def code(self) -> _ErrorCode:
+        """The error code (``TritonError.INTERNAL`` unless given)."""
+        return self._code
+
+
+_TRITON_ERROR_SIG = (
+    "c_python_backend_utils.TritonError(message: str, code: c_python_backend_utils.TritonError.__ErrorCode "
+    "= <__ErrorCode.INTERNAL: 1>)"
+)
+TritonError.__module__ = "c_python_backend_utils"
+
+
+# ============================================================================ Tensor
+
+_TYPE_BYTES = 13
+_TYPE_BF16 = 14
+_PROTOCOL_NAMES = {
+    1: "BOOL",
+    2: "UINT8",
+    3: "UINT16",
+    4: "UINT32",
+    5: "UINT64",
+    6: "INT8",
+    7: "INT16",
+    8: "INT32",
+    9: "INT64",
+    10: "FP16",
+    11: "FP32",
+    12: "FP64",
+    13: "BYTES",
+    14: "BF16",
+}
+
+# DLPack device and dtype codes
+_kDLCPU, _kDLCUDA, _kDLCUDAHost = 1, 2, 3
+_DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_BOOL = 0, 1, 2, 4, 6
+
+
+def _tensor_dtype_code(dtype: np.dtype) -> int:
+    """The stub's numpy->Triton mapping used by ``Tensor(name, ndarray)`` (raises when unsupported)."""
+    for code, typ in _TRITON_TO_NUMPY.items():
+        if code == 13:
+            break
+        if dtype == typ:
+            return code
+    if dtype == np.object_ or dtype == np.bytes_ or dtype.type == np.bytes_:
+        return _TYPE_BYTES
+    raise TritonModelException("NumPy dtype is not supported.")
+
+
+def _is_c_contiguous(shape: Sequence[int], strides_elems: Sequence[int] | None) -> bool:
+    """python_backend's C-order test: size-1 dims are exempt; NULL strides mean contiguous."""
+    if strides_elems is None:
+        return True
+    expected = 1
+    ndim = len(shape)
+    for i in range(1, ndim):
+        if shape[ndim - i] != 1:
+            if strides_elems[ndim - i] != expected:
+                return False
+            expected *= shape[ndim - i]
+    return True
+
+
+def _is_capsule(obj: Any) -> bool:
+    return type(obj).__name__ == "PyCapsule"
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+def _capsule_tensor(capsule: Any) -> _DLManagedTensor:
+    get_ptr = ctypes.pythonapi.PyCapsule_GetPointer
+    get_ptr.restype = ctypes.c_void_p
+    get_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    is_valid = ctypes.pythonapi.PyCapsule_IsValid
+    is_valid.restype = ctypes.c_int
+    is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    if not is_valid(capsule, b"dltensor"):
+        raise TritonModelException(
+            "[pb_utils mock] DLPack capsule is not a valid unused 'dltensor' capsule (already consumed, "
+            "or a versioned capsule, which python_backend r24.10 does not read)."
+        )
+    return _DLManagedTensor.from_address(get_ptr(capsule, b"dltensor"))
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+def _capsule_from_numpy(managed: _DLManagedTensor) -> bool:
+    """True when the capsule's deleter lives in NumPy's extension module (Linux/macOS dladdr)."""
+    if not managed.deleter:
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
+        dladdr = libc.dladdr
+    except (OSError, AttributeError):
+        return False
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    dladdr.restype = ctypes.c_int
+    info = _DlInfo()
+    if not dladdr(ctypes.c_void_p(managed.deleter), ctypes.byref(info)) or not info.dli_fname:
+        return False
+    return b"numpy" in info.dli_fname
+
+
+class _CapsuleShim:
+    """Lets ``np.from_dlpack`` read a raw CPU capsule (it only accepts objects with ``__dlpack__``)."""
+
+    def __init__(self, capsule: Any, device: tuple[int, int]) -> None:
+        self._capsule = capsule
+        self._device = device
+
+    def __dlpack__(self, stream: Any = None) -> Any:
+        return self._capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._device
+
+
+def _numpy_trap() -> None:
+    msg = (
+        "[pb_utils mock] Tensor.from_dlpack() was given NumPy data. In the real python_backend this is "
+        "broken: the consumed capsule is renamed 'used_dlpack', which NumPy's capsule destructor rejects "
+        "(numpy<2: endless 'Exception ignored' log flood; numpy 2: silently wrong data). "
+        "Use pb_utils.Tensor(name, ndarray) for CPU data."
+    )
+    if _runtime.numpy_from_dlpack == "warn":
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
+        return
+    raise TritonModelException(msg)
+
+
+class Tensor:
+    """``pb_utils.Tensor``: construct with ``Tensor(name, ndarray)`` or ``Tensor.from_dlpack(name, obj)``."""
+
+    __slots__ = ("_name", "_dtype", "_shape", "_np", "_dev", "_memory", "_device_id", "_serialized", "_keep")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if kwargs or len(args) != 2 or not isinstance(args[0], str) or not isinstance(args[1], np.ndarray):
+            raise _incompatible(
+                "__init__()",
+                ["c_python_backend_utils.Tensor(arg0: str, arg1: numpy.ndarray)"],
+                args,
+                kwargs,
+            )
+        name, array = args
+        if name == "":
+            raise TritonModelException("Tensor name cannot be an empty string.")
+        dtype = _tensor_dtype_code(array.dtype)
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
+        self._init(name, dtype, list(array.shape), "CPU", 0)
+        self._np = array
+        if dtype == _TYPE_BYTES:
+            self._serialized = serialize_byte_tensor(array)
+
+    # -- internal constructors -------------------------------------------------------------
+    def _init(self, name: str, dtype: int, shape: list[int], memory: str, device_id: int) -> None:
+        self._name = name
+        self._dtype = dtype
+        self._shape = [int(s) for s in shape]
+        self._np: np.ndarray | None = None
+        self._dev: Any = None
+        self._memory = memory
+        self._device_id = device_id
+        self._serialized: Any = None
+        self._keep: Any = None
+
+    @classmethod
+    def _received_cpu(cls, name: str, array: np.ndarray, dtype: int) -> Tensor:
+        """A tensor as the stub hands it to ``execute``: a fresh writeable buffer; BYTES deserialized."""
+        t = cls.__new__(cls)
+        t._init(name, dtype, list(array.shape), "CPU", 0)
+        if dtype == _TYPE_BYTES:
+            raw = serialize_byte_tensor(array)
+            flat = deserialize_bytes_tensor(raw if raw != () else b"")
+            t._np = flat.reshape(array.shape)
+            t._serialized = raw
+        else:
+            t._np = np.array(array, dtype=_TRITON_TO_NUMPY[dtype], order="C", copy=True)
+        return t
+
+    @classmethod
+    def _received_gpu(cls, name: str, array: Any, dtype: int, device_id: int = 0) -> Tensor:
+        """A GPU tensor (CuPy array copied on ``device_id``), as inputs placed on the GPU arrive."""
+        cp = _cupy()
+        if cp is None:
+            raise RuntimeError("GPU placement needs CuPy and a CUDA device")
+        t = cls.__new__(cls)
+        t._init(name, dtype, list(array.shape), "GPU", device_id)
+        with cp.cuda.Device(device_id):
+            t._dev = cp.array(array, dtype=_TRITON_TO_NUMPY[dtype], order="C", copy=True)
+            cp.cuda.get_current_stream().synchronize()
+        return t
+
+    def _received_copy(self, gpu: bool | None = None, device_id: int = 0) -> Tensor:
+        """Copy of this tensor as another model receives it (``gpu=None``: keep the placement)."""
+        if self._dtype == _TYPE_BF16:
+            raise TritonModelException("[pb_utils mock] BF16 tensors cannot be passed between models here")
+        on_gpu = (not self.is_cpu()) if gpu is None else gpu
+        if self._dtype == _TYPE_BYTES:
+            on_gpu = False
+        if on_gpu:
+            data = self._dev if self._dev is not None else self._np
+            return Tensor._received_gpu(self._name, data, self._dtype, device_id)
+        host = self._np if self._np is not None else _to_host(self._dev)
+        return Tensor._received_cpu(self._name, host, self._dtype)
+
+    # -- public API ------------------------------------------------------------------------
+    def name(self) -> str:
+        """The tensor name."""
+        return self._name
+
+    def shape(self) -> list[int]:
+        """The shape as a list of ints (batch dimension included for batched models)."""
+        return list(self._shape)
+
+    def is_cpu(self) -> bool:
+        """True for CPU and pinned CPU memory."""
+        return self._memory in ("CPU", "CPU_PINNED")
+
+    def as_numpy(self) -> np.ndarray:
+        """The NumPy array (CPU tensors only)."""
+        if not self.is_cpu():
+            raise TritonModelException("Tensor is stored in GPU and cannot be converted to NumPy.")
+        if self._dtype == _TYPE_BF16:
+            raise TritonModelException(
+                "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and from_dlpack() instead."
+            )
+        return self._np  # type: ignore[return-value]
+
+    def triton_dtype(self) -> Any:
+        """Raises like the real binding (the C enum is not registered with pybind11)."""
+        raise TypeError(
+            "Unable to convert function return value to a Python type! The signature was\n\t(self) -> TRITONSERVER_datatype_enum"
+        )
+
+    def to_dlpack(self) -> Any:
+        """A ``"dltensor"`` capsule sharing this tensor's memory (not for BYTES)."""
+        if self._dtype == _TYPE_BYTES:
+            raise TritonModelException("DLPack does not have support for string tensors.")
+        if self._dev is not None:
+            return self._dev.__dlpack__()
+        arr = self._np
+        if arr is None:
+            raise TritonModelException("[pb_utils mock] this tensor has no exportable buffer")
+        if not arr.flags.writeable:  # NumPy refuses to export read-only arrays; Triton exports anyway
+            arr = arr.copy()
+        return arr.__dlpack__()
+
+    def __dlpack__(self, stream: Any = None) -> Any:
+        """DLPack protocol (the stream is ignored: inputs are already synchronized)."""
+        return self.to_dlpack()
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(device_type, device_id)``: (1, 0) CPU, (2, n) CUDA, (3, 0) pinned host."""
+        if self._memory == "GPU":
+            return (_kDLCUDA, self._device_id)
+        if self._memory == "CPU_PINNED":
+            return (_kDLCUDAHost, 0)
+        return (_kDLCPU, 0)
+
+    @staticmethod
+    def from_dlpack(*args: Any, **kwargs: Any) -> Tensor:
+        """``Tensor.from_dlpack(name, capsule_or_object)``: wrap DLPack data without a copy."""
+        if kwargs or len(args) != 2 or not isinstance(args[0], str):
+            raise _incompatible(
+                "from_dlpack()", ["(arg0: str, arg1: object) -> c_python_backend_utils.Tensor"], args, kwargs
+            )
+        name, obj = args
+        if name == "":
+            raise TritonModelException("Tensor name cannot be an empty string.")
+        if _is_capsule(obj):
+            managed = _capsule_tensor(obj)
+            dev = (int(managed.dl_tensor.device.device_type), int(managed.dl_tensor.device.device_id))
+            _check_dl_dtype(
+                managed.dl_tensor.dtype.code, managed.dl_tensor.dtype.bits, managed.dl_tensor.dtype.lanes
+            )
+            from_numpy = dev[0] != _kDLCUDA and _capsule_from_numpy(managed)
+            return _tensor_from_dl(name, obj, dev, capsule=True, from_numpy=from_numpy)
+        if not hasattr(obj, "__dlpack__") or not hasattr(obj, "__dlpack_device__"):
+            raise TritonModelException(
+                "Provided tensor is not supported. Tensor must be a DLPack capsule or have `__dlpack__` "
+                "and `__dlpack_device__` attributes"
+            )
+        dev_t, dev_id = obj.__dlpack_device__()
+        dev = (int(dev_t), int(dev_id))
+        from_numpy = isinstance(obj, (np.ndarray, np.generic))
+        return _tensor_from_dl(name, obj, dev, capsule=False, from_numpy=from_numpy)
+
+    def __repr__(self) -> str:
+        return f"<c_python_backend_utils.Tensor name={self._name!r} dtype={_PROTOCOL_NAMES.get(self._dtype)} shape={self._shape} {'CPU' if self.is_cpu() else 'GPU'}>"
+
+
+Tensor.__module__ = "c_python_backend_utils"
+
+
+def _check_dl_dtype(code: int, bits: int, lanes: int) -> None:
+    ok = lanes == 1 and (
+        (code in (_DL_INT, _DL_UINT) and bits in (8, 16, 32, 64))
+        or (code == _DL_FLOAT and bits in (16, 32, 64))
+        or (code == _DL_BOOL and bits == 8)
+        or (code == _DL_BFLOAT and bits == 16)
+    )
+    if not ok:
+        # The real stub maps these to TRITONSERVER_TYPE_INVALID and fails later; fail early and clearly.
+        raise TritonModelException(
+            f"[pb_utils mock] DLPack dtype (code={code}, bits={bits}, lanes={lanes}) is not supported by "
+            "Python backend: use int/uint 8-64, float16/32/64, bool or bfloat16 with lanes=1."
+        )
+
+
+def _array_dtype_check(dtype: np.dtype) -> int:
+    try:
+        code = _tensor_dtype_code(dtype)
+    except TritonModelException:
+        code = 0
+    if code in (0, _TYPE_BYTES):
+        raise TritonModelException(
+            f"[pb_utils mock] DLPack dtype {dtype} is not supported by Python backend: use int/uint 8-64, "
+            "float16/32/64, bool or bfloat16."
+        )
+    return code
+
+
+def _tensor_from_dl(name: str, obj: Any, dev: tuple[int, int], *, capsule: bool, from_numpy: bool) -> Tensor:
+    device_type, device_id = dev
+    if device_type == _kDLCUDA:
+        cp = _cupy()
+        if cp is None:
+            raise TritonModelException(
+                "DLPack capsule passed pointer to memory allocated on GPU device, when GPU is not available"
+            )
+        with cp.cuda.Device(device_id):
+            try:
+                arr = cp.from_dlpack(obj)
+            except TypeError:
+                arr = cp.fromDlpack(obj)  # legacy capsule path of older CuPy
+            cp.cuda.get_current_stream().synchronize()
+        itemsize = arr.dtype.itemsize
+        strides = [s // itemsize for s in arr.strides]
+        if not _is_c_contiguous(arr.shape, strides):
+            raise TritonModelException(
+                "DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored in C-Order are supported."
+            )
+        code = _array_dtype_check(np.dtype(arr.dtype))
+        t = Tensor.__new__(Tensor)
+        t._init(name, code, list(arr.shape), "GPU", device_id)
+        t._dev = arr
+        return t
+    if device_type not in (_kDLCPU, _kDLCUDAHost):
+        raise TritonModelException(f"DLDevice type {device_type} is not support by Python backend.")
+    source = _CapsuleShim(obj, (_kDLCPU, 0)) if capsule else obj
+    try:
+        arr = np.from_dlpack(source)
+    except (TypeError, BufferError, RuntimeError, ValueError) as exc:
+        raise TritonModelException(
+            f"[pb_utils mock] cannot read this CPU DLPack tensor ({exc}); BF16 on CPU is not emulated"
+        ) from None
+    itemsize = arr.dtype.itemsize
+    strides = [s // itemsize for s in arr.strides] if arr.size else None
+    if not _is_c_contiguous(arr.shape, strides):
+        raise TritonModelException(
+            "DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored in C-Order are supported."
+        )
+    code = _array_dtype_check(arr.dtype)
+    if from_numpy:
+        _numpy_trap()
+    t = Tensor.__new__(Tensor)
+    t._init(name, code, list(arr.shape), "CPU", 0)
+    t._np = arr
+    t._keep = obj
+    return t
+
+
+def _to_host(arr: Any) -> np.ndarray:
+    if isinstance(arr, np.ndarray):
+        return arr
+    return arr.get()
+
+
+def _is_cupy_array(obj: Any) -> bool:
+    return type(obj).__module__.split(".")[0] == "cupy"
+
+
+# ============================================================================ requests / responses
+
+
+class PreferredMemory:
+    """``PreferredMemory(preferred_memory_type, preferred_device_id=0)`` for BLS outputs."""
+
+    def __init__(self, preferred_memory_type: int, preferred_device_id: int = 0) -> None:
+        self.preferred_memory_type = preferred_memory_type
+        self.preferred_device_id = preferred_device_id
+
+
+PreferredMemory.__module__ = "c_python_backend_utils"
+TRITONSERVER_MEMORY_GPU = 0
+TRITONSERVER_MEMORY_CPU = 1
+
+
+class InferenceTrace:
+    """Placeholder trace object (``request.trace()``); ``get_context()`` returns None without tracing."""
+
+    def get_context(self, mode: str = "") -> str | None:
+        return None
+
+
+class InferenceResponse:
+    """``InferenceResponse(output_tensors=[], error=None)`` (``parameters=`` from 25.02)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        names = ["output_tensors", "error"]
+        sig = "c_python_backend_utils.InferenceResponse(output_tensors: List[c_python_backend_utils.Tensor] = [], error: c_python_backend_utils.TritonError = None"
+        if _version_at_least(25, 2):
+            names.append("parameters")
+            sig += ", parameters: object = None"
+        sig += ")"
+        values = dict(zip(names, args))
+        bad = len(args) > len(names)
+        for k, v in kwargs.items():
+            if k not in names or k in values:
+                bad = True
+            values[k] = v
+        tensors = values.get("output_tensors", [])
+        error = values.get("error")
+        params = values.get("parameters")
+        if (
+            bad
+            or isinstance(tensors, (str, bytes))
+            or not isinstance(tensors, Sequence)
+            or any(not isinstance(t, Tensor) for t in tensors)
+            or (error is not None and not isinstance(error, TritonError))
+            or (params is not None and not isinstance(params, dict))
+        ):
+            raise _incompatible("__init__()", [sig], args, kwargs)
+        self._tensors = list(tensors)
+        self._error = error
+        self._parameters = json.dumps(params if params is not None else {})
+        if params:
+            _check_parameters(params)
+
+    def output_tensors(self) -> list[Tensor]:
+        """The output tensors (the server ignores them when the response carries an error)."""
+        return list(self._tensors)
+
+    def has_error(self) -> bool:
+        """True if an error was set."""
+        return self._error is not None
+
+    def error(self) -> TritonError | None:
+        """The TritonError, or None."""
+        return self._error
+
+    def parameters(self) -> str:
+        """Response parameters as JSON text."""
+        return self._parameters
+
+    def _pruned(self, requested: set[str]) -> InferenceResponse:
+        out = InferenceResponse.__new__(InferenceResponse)
+        out._tensors = [t for t in self._tensors if t.name() in requested]
+        out._error = self._error
+        out._parameters = self._parameters
+        return out
+
+
+InferenceResponse.__module__ = "c_python_backend_utils"
+
+
+def _check_parameters(params: dict) -> None:
+    for key, value in params.items():
+        if not isinstance(key, str):
+            raise TritonModelException(f"Expect parameters keys to have type str, found type {type(key)}")
+        if not isinstance(value, (bool, int, str)):
+            raise TritonModelException(
+                f"Expect parameters values to have type bool/int/str, found type {type(value)}"
+            )
+
+
+class InferenceResponseSender:
+    """``request.get_response_sender()``: ``send(response=None, flags=0)``, ``is_cancelled()``."""
+
+    def __init__(
+        self, decoupled: bool, requested: set[str], sink: list[tuple[InferenceResponse | None, int]]
+    ) -> None:
+        self._decoupled = decoupled
+        self._requested = requested
+        self._sink = sink
+        self._closed = False
+        self._sent = 0
+
+    def _update_state(self, response: InferenceResponse | None, flags: int) -> None:
+        if not self._decoupled:
+            if response is not None and self._sent > 0:
+                raise TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send more than one response."
+                )
+            if response is None and flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL and self._sent == 0:
+                raise TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send complete final before sending a response."
+                )
+        if self._closed:
+            raise TritonModelException("Unable to send response. Response sender has been closed.")
+        if flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+            self._closed = True
+        self._sent += 1
+
+    def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
+        """Send one response; ``flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL`` closes the sender."""
+        if response is not None and not isinstance(response, InferenceResponse):
+            raise _incompatible(
+                "send()",
+                ["(self, response: c_python_backend_utils.InferenceResponse = None, flags: int = 0) -> None"],
+                (response, flags),
+                {},
+            )
+        if flags != TRITONSERVER_RESPONSE_COMPLETE_FINAL and flags != 0:
+            raise TritonModelException("Unable to send response. Unsupported flag provided.")
+        if flags == 0 and response is None:
+            raise TritonModelException(
+                "Inference Response object must be provided when the response flags is set to zero."
+            )
+        self._update_state(response, flags)
+        self._sink.append((response._pruned(self._requested) if response is not None else None, flags))
+
+    def is_cancelled(self) -> bool:
+        """Always False in the mock (no client cancellation)."""
+        return False
+
+
+InferenceResponseSender.__module__ = "c_python_backend_utils"
+
+_MISSING: Any = object()
+
+
+class InferenceRequest:
+    """Server-given requests (items of ``execute(requests)``) and BLS requests built by a model."""
+
+    _BLS_SIG = (
+        "c_python_backend_utils.InferenceRequest(request_id: str = '', correlation_id: object = 0, "
+        "inputs: List[c_python_backend_utils.Tensor], requested_output_names: List[str], model_name: str, "
+        "model_version: int = -1, flags: int = 0, timeout: int = 0, preferred_memory: "
+        "c_python_backend_utils.PreferredMemory = ..., trace: c_python_backend_utils.InferenceTrace = ..., "
+        "parameters: object = None)"
+    )
+
+    def __init__(
+        self,
+        request_id: Any = "",
+        correlation_id: Any = 0,
+        inputs: Any = _MISSING,
+        requested_output_names: Any = _MISSING,
+        model_name: Any = _MISSING,
+        model_version: Any = -1,
+        flags: Any = 0,
+        timeout: Any = 0,
+        preferred_memory: Any = None,
+        trace: Any = None,
+        parameters: Any = None,
+    ) -> None:
+        given = {
+            "request_id": request_id,
+            "correlation_id": correlation_id,
+            "inputs": inputs,
+            "requested_output_names": requested_output_names,
+            "model_name": model_name,
+        }
+        if (
+            inputs is _MISSING
+            or requested_output_names is _MISSING
+            or model_name is _MISSING
+            or not isinstance(request_id, str)
+            or not isinstance(correlation_id, (int, str))
+            or not isinstance(model_name, str)
+            or isinstance(inputs, (str, bytes))
+            or not isinstance(inputs, Sequence)
+            or any(not isinstance(t, Tensor) for t in inputs)
+            or isinstance(requested_output_names, (str, bytes))
+            or not isinstance(requested_output_names, Sequence)
+            or any(not isinstance(n, str) for n in requested_output_names)
+            or not isinstance(model_version, int)
+            or not isinstance(flags, int)
+            or not isinstance(timeout, int)
+            or (preferred_memory is not None and not isinstance(preferred_memory, PreferredMemory))
+            or (parameters is not None and not isinstance(parameters, dict))
+        ):
+            shown = {k: v for k, v in given.items() if v is not _MISSING}
+            raise _incompatible("__init__()", [self._BLS_SIG], (), shown)
+        if parameters:
+            _check_parameters(parameters)
+        self._init(
+            inputs=list(inputs),
+            request_id=request_id,
+            correlation_id=correlation_id,
+            requested=set(requested_output_names),
+            parameters=json.dumps(parameters if parameters is not None else {}),
+            flags=flags,
+            timeout=timeout,
+            sender=None,
+        )
+        self._model_name = model_name
+        self._model_version = model_version
+        self._preferred_memory = preferred_memory or PreferredMemory(-1, 0)
+        self._bls = True
+
+    def _init(
+        self,
+        *,
+        inputs: list[Tensor],
+        request_id: str,
+        correlation_id: int | str,
+        requested: set[str],
+        parameters: str,
+        flags: int,
+        timeout: int,
+        sender: InferenceResponseSender | None,
+    ) -> None:
+        self._inputs = inputs
+        self._request_id = request_id
+        self._correlation_id = correlation_id
+        self._requested = requested
+        self._parameters = parameters
+        self._flags = flags
+        self._timeout = timeout
+        self._sender = sender
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        self._trace = InferenceTrace()
+        self._bls = False
+
+    @classmethod
+    def _server_request(
+        cls,
+        *,
+        inputs: list[Tensor],
+        requested: set[str],
+        sender: InferenceResponseSender,
+        request_id: str = "",
+        correlation_id: int | str = 0,
+        parameters: str = "{}",
+        flags: int = 0,
+        timeout: int = 0,
+    ) -> InferenceRequest:
+        req = cls.__new__(cls)
+        req._init(
+            inputs=inputs,
+            request_id=request_id,
+            correlation_id=correlation_id,
+            requested=requested,
+            parameters=parameters,
+            flags=flags,
+            timeout=timeout,
+            sender=sender,
+        )
+        return req
+
+    def inputs(self) -> list[Tensor]:
+        """Input tensors in request order."""
+        return list(self._inputs)
+
+    def request_id(self) -> str:
+        """The request id ("" when the client sent none)."""
+        return self._request_id
+
+    def correlation_id(self) -> int | str:
+        """Sequence correlation id (0 when unset)."""
+        return self._correlation_id
+
+    def requested_output_names(self) -> set[str]:
+        """The requested outputs, as a set."""
+        return set(self._requested)
+
+    def parameters(self) -> str:
+        """Request parameters as JSON text."""
+        return self._parameters
+
+    def flags(self) -> int:
+        """Request flags."""
+        return self._flags
+
+    def set_flags(self, flags: int) -> None:
+        """Set request flags (BLS)."""
+        self._flags = flags
+
+    def timeout(self) -> int:
+        """Timeout in microseconds."""
+        return self._timeout
+
+    def is_cancelled(self) -> bool:
+        """Always False in the mock."""
+        return False
+
+    def trace(self) -> InferenceTrace:
+        """The request trace."""
+        return self._trace
+
+    def set_release_flags(self, flags: int) -> None:
+        """Set release flags (RESCHEDULE needs iterative sequence batching)."""
+        self._release_flags = flags
+
+    def get_response_sender(self) -> InferenceResponseSender:
+        """The response sender of a server-given request."""
+        if self._sender is None:
+            raise TritonModelException("[pb_utils mock] a BLS request has no response sender")
+        return self._sender
+
+    # -- BLS ----------------------------------------------------------------------------------
+    def exec(self, decoupled: bool = False) -> Any:
+        """Run this BLS request synchronously (errors come back in the response)."""
+        if not self._bls:
+            raise TritonModelException(
+                "[pb_utils mock] exec() is for BLS requests built with InferenceRequest(...)"
+            )
+        if not _runtime.stack or not getattr(_runtime.current, "_in_execute", False):
+            raise TritonModelException("BLS is only supported during the 'execute' function.")
+        responses = _bls_infer(self, decoupled)
+        if decoupled:
+            return _ResponseIterator(responses)
+        return responses[0]
+
+    async def _async_exec(self, decoupled: bool) -> Any:
+        loop = asyncio.get_running_loop()
+        frame_stack = list(_runtime.stack)
+
+        def run() -> Any:
+            saved = _runtime.stack
+            _runtime.stack = frame_stack
+            try:
+                return self.exec(decoupled)
+            finally:
+                _runtime.stack = saved
+
+        return await loop.run_in_executor(None, run)
+
+    def async_exec(self, decoupled: bool = False) -> Any:
+        """Awaitable BLS execution (use from ``async def execute``)."""
+        if not _runtime.stack or not getattr(_runtime.current, "_in_execute", False):
+            raise TritonModelException("BLS is only supported during the 'execute' function.")
+        return self._async_exec(decoupled)
+
+
+InferenceRequest.__module__ = "c_python_backend_utils"
+
+
+class _ResponseIterator:
+    """What ``exec(decoupled=True)`` returns: the callee's responses then one final empty response."""
+
+    def __init__(self, responses: list[InferenceResponse]) -> None:
+        self._items = list(responses)
+
+    def __iter__(self) -> Iterator[InferenceResponse]:
+        while self._items:
+            yield self._items.pop(0)
+
+    def __next__(self) -> InferenceResponse:
+        if not self._items:
+            raise StopIteration
+        return self._items.pop(0)
+
+    def cancel(self) -> None:
+        """Drop remaining responses."""
+        self._items.clear()
+
+
+def _bls_infer(request: InferenceRequest, decoupled: bool) -> list[InferenceResponse]:
+    name = request._model_name
+    target = _runtime.models.get(name)
+    if target is None:
+        msg = f"Model {name} - Error when running inference: Failed for execute the inference request. Model '{name}' is not ready."
+        err = InferenceResponse(error=TritonError(msg))
+        return [err, InferenceResponse()] if decoupled else [err]
+    if target.decoupled and not decoupled:
+        msg = (
+            f"Model {name} - Error when running inference: Model {name} is using the decoupled. The current BLS "
+            "request call doesn't support models using the decoupled transaction policy. Please use "
+            "'decoupled=True' argument to the 'exec' or 'async_exec' calls for decoupled models.'"
+        )
+        return [InferenceResponse(error=TritonError(msg))]
+    responses = target._bls_execute(request)
+    if decoupled:
+        responses = [*responses, InferenceResponse()]
+    return responses
+
+
+# ============================================================================ logging, metrics, misc
+
+
+class Logger:
+    """``pb_utils.Logger``: messages go to the Python logger ``triton_python_backend_utils``."""
+
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+    VERBOSE = 3
+    _LEVELS = {0: logging.INFO, 1: logging.WARNING, 2: logging.ERROR, 3: logging.DEBUG}
+    _NAMES = {0: "INFO", 1: "WARNING", 2: "ERROR", 3: "VERBOSE"}
+
+    @staticmethod
+    def log(message: str, level: int = 0) -> None:
+        """Log ``message`` at ``level`` (``Logger.INFO`` by default)."""
+        if not isinstance(message, str):
+            raise _incompatible("log()", ["(message: str, level: int = Logger.INFO) -> None"], (message,), {})
+        frame = traceback.extract_stack(limit=3)[0]
+        where = f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}"
+        _runtime.log_records.append((Logger._NAMES.get(level, str(level)), message))
+        _log.log(Logger._LEVELS.get(level, logging.INFO), "%s] %s", where, message)
+
+    @staticmethod
+    def log_info(message: str) -> None:
+        """Log at INFO."""
+        Logger.log(message, Logger.INFO)
+
+    @staticmethod
+    def log_warn(message: str) -> None:
+        """Log at WARNING."""
+        Logger.log(message, Logger.WARNING)
+
+    @staticmethod
+    def log_error(message: str) -> None:
+        """Log at ERROR."""
+        Logger.log(message, Logger.ERROR)
+
+    @staticmethod
+    def log_verbose(message: str) -> None:
+        """Log at VERBOSE."""
+        Logger.log(message, Logger.VERBOSE)
+
+
+Logger.__module__ = "c_python_backend_utils"
+
+
+class _Metric:
+    def __init__(self, family: MetricFamily, labels: dict[str, str], buckets: list[float] | None) -> None:
+        self._family = family
+        self._labels = labels
+        self._value = 0.0
+        self._buckets = buckets
+        self._observations: list[float] = []
+
+    def increment(self, value: float) -> None:
+        if self._family._kind == MetricFamily.COUNTER and value < 0:
+            raise TritonModelException("Failed to increment metric value: counter can only be incremented")
+        if self._family._kind == MetricFamily.HISTOGRAM:
+            raise TritonModelException("Failed to increment metric value: not supported for histogram")
+        self._value += value
+
+    def set(self, value: float) -> None:
+        if self._family._kind != MetricFamily.GAUGE:
+            raise TritonModelException("Failed to set metric value: only gauges can be set")
+        self._value = float(value)
+
+    def observe(self, value: float) -> None:
+        if self._family._kind != MetricFamily.HISTOGRAM:
+            raise TritonModelException("Failed to observe metric value: only histograms can observe")
+        self._observations.append(float(value))
+        self._value += float(value)
+
+    def value(self) -> float:
+        if self._family._kind == MetricFamily.HISTOGRAM:
+            raise TritonModelException("Failed to get metric value: not supported for histogram")
+        return self._value
+
+
+class MetricFamily:
+    """``MetricFamily(name, description, kind)`` with ``COUNTER``/``GAUGE``/``HISTOGRAM`` kinds."""
+
+    COUNTER = 0
+    GAUGE = 1
+    HISTOGRAM = 2
+
+    def __init__(self, name: str, description: str, kind: int) -> None:
+        if kind not in (0, 1, 2):
+            raise TritonModelException("Unknown metric family kind")
+        self._name = name
+        self._description = description
+        self._kind = kind
+        self._metrics: list[_Metric] = []
+
+    def Metric(self, labels: dict[str, str] | None = None, buckets: list[float] | None = None) -> _Metric:  # noqa: N802
+        """Create a metric of this family."""
+        if self._kind == MetricFamily.HISTOGRAM and buckets is None:
+            raise TritonModelException("Missing required buckets for histogram metric")
+        m = _Metric(self, dict(labels or {}), list(buckets) if buckets is not None else None)
+        self._metrics.append(m)
+        return m
+
+
+MetricFamily.__module__ = "c_python_backend_utils"
+
+
+def get_model_dir() -> str:
+    """The version directory of the running model (``<repo>/<model>/<version>``)."""
+    cur = _runtime.current
+    if cur is None:
+        raise TritonModelException("[pb_utils mock] get_model_dir() is only available inside a loaded model")
+    return cur.version_dir
+
+
+def load_model(model_name: str, config: str = "", files: dict | None = None) -> None:
+    """Model control from a model is only available in explicit mode; not emulated."""
+    raise TritonModelException("[pb_utils mock] load_model() (explicit model control) is not emulated")
+
+
+def unload_model(model_name: str, unload_dependents: bool = False) -> None:
+    """Not emulated (explicit model control)."""
+    raise TritonModelException("[pb_utils mock] unload_model() (explicit model control) is not emulated")
+
+
+def is_model_ready(model_name: str, model_version: str = "") -> bool:
+    """True when a model of that name is loaded in this process through the harness."""
+    return model_name in _runtime.models
+
+
+# ============================================================================ helpers for the harness
+
+
+def format_exception(exc: BaseException, skip_frames: int = 1) -> str:
+    """``<Type>: <msg>\\n\\nAt:\\n  file(line): func`` as pybind11 renders a Python error (innermost first)."""
+    if isinstance(exc, TritonModelException) and not exc.__traceback__:
+        return str(exc)
+    frames = traceback.extract_tb(exc.__traceback__)[skip_frames:]
+    lines = "".join(f"  {f.filename}({f.lineno}): {f.name}\n" for f in reversed(frames))
+    return f"{type(exc).__name__}: {exc}\n\nAt:\n{lines}"
+
+
+def make_input_tensor(name: str, value: Any, dtype_code: int, *, gpu: bool, device_id: int = 0) -> Tensor:
+    """An input tensor as ``execute`` receives it; ``gpu`` requests GPU placement (never for BYTES)."""
+    if dtype_code == _TYPE_BYTES or not gpu:
+        host = _to_host(value) if _is_cupy_array(value) else value
+        return Tensor._received_cpu(name, host, dtype_code)
+    return Tensor._received_gpu(name, value, dtype_code, device_id)
+
+
+def tensor_to_array(tensor: Tensor) -> Any:
+    """What a client receives for an output tensor: NumPy for CPU, the CuPy array for GPU."""
+    if tensor._dtype == _TYPE_BYTES:
+        if tensor._serialized is not None and tensor._serialized != ():
+            return deserialize_bytes_tensor(tensor._serialized).reshape(tensor._shape)
+        return np.empty(tensor._shape, dtype=np.object_)
+    if tensor._dev is not None:
+        return tensor._dev
+    return tensor._np
+
+
+def protocol_dtype_name(code: int) -> str:
+    """Triton protocol datatype name ("FP32", "BYTES", ...)."""
+    return _PROTOCOL_NAMES.get(code, "INVALID")
+
+
+def dtype_code_of(tensor: Tensor) -> int:
+    """The Triton DataType code of a tensor (what ``triton_dtype()`` would return if it worked)."""
+    return tensor._dtype
