@@ -31,6 +31,7 @@ SPECIAL_TOKENS = ("[UNK]", "[SEP]", "[CLS]", "[PAD]", "[MASK]")  # HF registers 
 REQUIRED_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[PAD]")
 MAX_INPUT_CHARS_PER_WORD = 100  # HF WordPiece: a longer word becomes one [UNK]
 CONTINUATION = b"##"
+_DENSE_LIMIT = 1 << 15  # candidate (word, length) pairs below which WordPiece tries all lengths at once
 
 
 @dataclass
@@ -69,6 +70,11 @@ class BertTokenizer:
         self.table = ByteTable(toks, self.xp, values=list(ids.values()))
         self.max_piece = max((len(t) - (2 if t.startswith(CONTINUATION) else 0) for t in toks), default=0)
         self.normalizer = Normalizer.get(lowercase, self.xp)
+        # hash("##") * B^l mod 2**64 for every piece length l: the "##" part of a continuation key
+        seed = hash_bytes(CONTINUATION)
+        self._seed_pows = self.xp.asarray(
+            np.array([seed * pow(HASH_BASES[0], k, 1 << 64) % (1 << 64) for k in range(self.max_piece + 1)], dtype=np.uint64)
+        )
 
     @classmethod
     def from_vocab(cls, path: str | os.PathLike, *, lowercase: bool = True, device: str = "cpu") -> BertTokenizer:
@@ -136,20 +142,41 @@ class BertTokenizer:
 
     def _longest_match(self, pre: PreTokens, pos: Any, end: Any, cont: bool) -> tuple[Any, Any]:
         """For each word remainder ``data[pos:end]``, the id and byte length of the longest vocab piece
-        it starts with (``##``-prefixed when ``cont``), or -1. Candidates are tried longest first; a
-        word leaves the search at its first verified hit."""
+        it starts with (``##``-prefixed when ``cont``), or -1.
+
+        Small sets try every candidate length at once (few array calls: what a batch of one needs);
+        large sets try lengths longest first and drop a word at its first verified hit (least work).
+        Both return the longest verified match, so the choice never changes a result."""
         xp = self.xp
         n = pos.shape[0]
+        rem = xp.minimum(end - pos, self.max_piece)
+        top = int(rem.max()) if n else 0
+        prefix = CONTINUATION if cont else b""
+        if n * top <= _DENSE_LIMIT:
+            ln = xp.arange(1, top + 1, dtype=xp.int64)
+            q = xp.flatnonzero((ln[None, :] <= rem[:, None]).ravel())
+            word, qlen = q // top, q % top + 1
+            s = pos[word]
+            key = span_hash(pre, s, s + qlen)
+            if cont:
+                key = key + self._seed_pows[qlen]
+            found = self.table.find(key, pre.data, s, qlen, prefix)
+            score = xp.full(n * top, -1, dtype=xp.int64)
+            score[q] = xp.where(found >= 0, qlen, -1)
+            blen = score.reshape(n, top).max(axis=1) if n else xp.zeros(0, dtype=xp.int64)
+            tid = xp.full(n * top, -1, dtype=xp.int64)
+            tid[q] = found
+            pick = xp.arange(n) * top + xp.maximum(blen, 1) - 1
+            hit = blen > 0
+            best = xp.where(hit, self.table.values[xp.maximum(tid[pick], 0)], -1)
+            return best, xp.where(hit, blen, 0)
         best = xp.full(n, -1, dtype=xp.int64)
         blen = xp.zeros(n, dtype=xp.int64)
-        rem = xp.minimum(end - pos, self.max_piece)
         order = xp.argsort(-rem.astype(xp.int16), kind="stable")
         rem_sorted = rem[order]
-        top = int(rem_sorted[0]) if n else 0
         # number of words with rem >= l, for each l: words are sorted by rem descending
         counts = xp.searchsorted(-rem_sorted, -xp.arange(top + 1), side="right")
         counts_h = counts.get() if hasattr(counts, "get") else counts
-        seed = hash_bytes(CONTINUATION) if cont else 0
         for ln in range(top, 0, -1):
             cand = order[: int(counts_h[ln])]
             cand = cand[best[cand] < 0]
@@ -158,8 +185,8 @@ class BertTokenizer:
             s = pos[cand]
             key = span_hash(pre, s, s + ln)
             if cont:  # hash("##" + s) = hash("##") * B^len(s) + hash(s)
-                key = key + xp.uint64(seed * pow(HASH_BASES[0], ln, 1 << 64) % (1 << 64))
-            found = self.table.find(key, pre.data, s, ln, CONTINUATION if cont else b"")
+                key = key + self._seed_pows[ln]
+            found = self.table.find(key, pre.data, s, ln, prefix)
             hit = found >= 0
             best[cand[hit]] = self.table.values[found[hit]]
             blen[cand[hit]] = ln

@@ -1,0 +1,48 @@
+"""Shared helpers for the benchmark scripts: bundled corpus, timing, machine description."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from importlib import resources
+
+
+def austen() -> list[str]:
+    path = resources.files("triton_textops") / "data" / "austen-paragraphs.jsonl"
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line)["text"] for line in f]
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    gpu = ""
+    try:
+        import cupy
+
+        gpu = ", GPU " + cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    except Exception:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}{gpu}, {time.strftime('%Y-%m-%d')}"
+
+
+def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
+    """Smallest wall time of ``repeat`` runs (after one warm-up), in seconds."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def batches(items: list, size: int) -> list[list]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
