@@ -19,3 +19,7 @@ class InputError(ValueError):
     def __init__(self, message: str, *, rows: Any = None) -> None:
         super().__init__(message)
         self.rows = rows
+
+
+class ConfigError(ValueError):
+    """A model's configuration (``config.pbtxt`` parameters, artifacts) is invalid: model load fails fast."""

@@ -196,6 +196,7 @@ class PreTokens:
     tok_offsets: Any  # int64 (n+1): token range of each text
     is_punct: Any  # bool per token: a one-character punctuation token
     special: Any = None  # int64 per token: index of a raw special token (-1 none, -2 absorbed), or None
+    lowercase: bool = True  # the casing the text was normalized with
     _prefix: dict = field(default_factory=dict, repr=False)
 
     def prefix_hash(self, which: int = 0) -> tuple[Any, Any]:
@@ -316,6 +317,7 @@ class Normalizer:
             text=tok_text,
             tok_offsets=xp.searchsorted(tok_text, xp.arange(batch.n + 1), side="left"),
             is_punct=is_p[first],
+            lowercase=self.lowercase,
         )
         if specials:
             pre.special = self._mark_specials(batch, pre, specials, out_pos)
