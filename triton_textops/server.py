@@ -359,8 +359,10 @@ def free_port() -> int:
 
 
 def port_is_free(port: int) -> bool:
-    """True if nothing listens on 127.0.0.1:``port`` and it can be bound."""
+    """True if a server could bind 127.0.0.1:``port`` now (nothing listens; TIME_WAIT leftovers are fine,
+    servers such as tritonserver bind with SO_REUSEADDR)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

@@ -131,8 +131,24 @@ def test_broken_repository_raises_with_log(triton_runtime: Runtime, tmp_path: Pa
     assert "SyntaxError" in msg and "env_probe" in msg
     assert server.process is None and not server.running
     assert "SyntaxError" in server.log
+    assert _processes_using(repo) == []  # neither the server nor a stub outlives the failed start
     for port in (server.http_port, server.grpc_port, server.metrics_port):
         assert port_is_free(port)
+
+
+def _processes_using(path: Path) -> list[str]:
+    """Command lines of live (non-zombie) processes that mention ``path`` (server and stubs name the repo)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if str(path) in cmd and state != "Z":
+                found.append(cmd)
+    return found
 
 
 def _children(pid: int) -> list[int]:
@@ -162,6 +178,7 @@ def test_stop_frees_ports_and_leaves_no_process(triton_runtime: Runtime, tmp_pat
         log_path = server.log_path
     assert not server.running and server.process is None
     assert all(port_is_free(p) for p in ports)
+    assert _processes_using(repo) == []
     for p in (pid, *stubs):
         assert not Path(f"/proc/{p}").exists() or "zombie" in Path(f"/proc/{p}/status").read_text()
     assert log_path is not None and not log_path.exists()  # temp log removed, text kept
