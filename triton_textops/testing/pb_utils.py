@@ -28,6 +28,7 @@ import ctypes.util
 import enum
 import json
 import logging
+import os
 import struct
 import traceback
 import warnings
@@ -1422,6 +1423,9 @@ def format_exception(exc: BaseException, skip_frames: int = 1) -> str:
     if isinstance(exc, TritonModelException) and not exc.__traceback__:
         return str(exc)
     frames = traceback.extract_tb(exc.__traceback__)[skip_frames:]
+    # Frames inside this mock stand for C++ code in the real stub: pybind11 shows none of them.
+    mock_dir = os.path.dirname(os.path.abspath(__file__))
+    frames = [f for f in frames if os.path.dirname(os.path.abspath(f.filename)) != mock_dir]
     lines = "".join(f"  {f.filename}({f.lineno}): {f.name}\n" for f in reversed(frames))
     return f"{type(exc).__name__}: {exc}\n\nAt:\n{lines}"
 

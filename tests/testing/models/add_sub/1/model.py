@@ -2,8 +2,6 @@
 # it knows nothing about triton_textops and must run unchanged under the harness and in a real server.
 import json
 
-import numpy as np
-
 # triton_python_backend_utils is available in every Triton Python model.
 import triton_python_backend_utils as pb_utils
 
