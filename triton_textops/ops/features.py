@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops.text import ByteTable, Normalizer, PreTokens, TextBatch, span_hashes
+from triton_textops.ops.text import Normalizer, PreTokens, TextBatch, hash_bytes, span_hash
 from triton_textops.ops.xp import get_xp
 
 __all__ = [
@@ -151,29 +151,51 @@ def _shift_prev(xp: ModuleType, a: Any, fill: Any) -> Any:
     return out
 
 
-def _short_key(s: str) -> int:
-    """Key of a string of at most 4 UTF-8 bytes: bytes little-endian, length in bits 32+."""
+def _packed_const(s: str) -> int:
+    """A string of at most 4 UTF-8 bytes as its bytes read little-endian (exact: text has no NUL byte)."""
     b = s.encode("utf-8")
-    assert len(b) <= 4
-    return int.from_bytes(b, "little") | (len(b) << 32)
+    assert 0 < len(b) <= 4
+    return int.from_bytes(b, "little")
 
 
-_TERM_KEYS = tuple(_short_key(s) for s in TERMINATORS)
-_CLOSE_KEYS = tuple(_short_key(s) for s in CLOSERS)
-_ABBR_KEYS = tuple(_short_key(s) for s in ABBREVIATIONS)
+_TERM_KEYS = tuple(_packed_const(s) for s in TERMINATORS)
+_CLOSE_KEYS = tuple(_packed_const(s) for s in CLOSERS)
+_ABBR_KEYS = tuple(_packed_const(s) for s in ABBREVIATIONS)
 
 
-def _short_keys(pre: PreTokens) -> Any:
-    """Per token: :func:`_short_key` of its bytes when it has at most 4 bytes, else -1 (int64)."""
-    xp = pre.xp
-    data, start = pre.data, pre.start
-    length = pre.end - start
-    last = data.shape[0] - 1
-    key = data[start].astype(np.int64)
-    for k in range(1, 4):
-        b = data[xp.minimum(start + k, last)].astype(np.int64)
-        key += xp.where(length > k, b << (8 * k), 0)
-    return xp.where(length <= 4, key | (length << 32), -1)
+def _head8(xp: ModuleType, words: Any, start: Any, length: Any) -> Any:
+    """First ``min(length, 8)`` bytes of each span, little-endian in a uint64 (zeros after).
+
+    ``words`` is :func:`_pad8` of the normalized bytes. Two aligned 8-byte loads and shifts per span.
+    Normalized text never holds a NUL byte, so for spans of at most 8 bytes this value alone is the
+    exact identity of the bytes.
+    """
+    q = start >> 3
+    r = (start & 7).astype(np.uint64) * np.uint64(8)
+    # (x << (63 - r)) << 1 == x << (64 - r), and 0 when r == 0 (a shift by 64 is undefined)
+    head = (words[q] >> r) | ((words[q + 1] << (np.uint64(63) - r)) << np.uint64(1))
+    shift = (xp.minimum(length, 7) * 8).astype(np.uint64)
+    mask = xp.where(length < 8, (np.uint64(1) << shift) - np.uint64(1), np.uint64(0xFFFFFFFFFFFFFFFF))
+    return head & mask
+
+
+def _pad8(xp: ModuleType, data: Any) -> Any:
+    """The bytes followed by at least 8 zero bytes, viewed as little-endian uint64 words."""
+    n = int(data.shape[0])
+    padded = xp.zeros(((n + 8) // 8 + 1) * 8, dtype=np.uint8)
+    padded[:n] = data
+    return padded.view("<u8")
+
+
+def _same_tail(xp: ModuleType, data: Any, a_start: Any, b_data: Any, b_start: Any, length: Any) -> Any:
+    """Bytes 8..length of span a (in ``data``) equal those of span b (in ``b_data``), per pair."""
+    if a_start.shape[0] == 0:
+        return xp.ones(0, dtype=bool)
+    j = xp.arange(8, int(length.max()), dtype=np.int64)
+    inside = j[None, :] < length[:, None]
+    a = data[xp.where(inside, a_start[:, None] + j[None, :], 0)]
+    b = b_data[xp.where(inside, b_start[:, None] + j[None, :], 0)]
+    return ((a == b) | ~inside).all(axis=1)
 
 
 def _is_any(xp: ModuleType, key: Any, keys: Sequence[int]) -> Any:
@@ -181,6 +203,114 @@ def _is_any(xp: ModuleType, key: Any, keys: Sequence[int]) -> Any:
     for k in keys[1:]:
         out |= key == k
     return out
+
+
+class _WordTable:
+    """Exact lookup of the feature words (stop words + corpus words) by pre-token span.
+
+    Open addressing on the tokenizer's span hash (``hash_bytes(w, 0)``) finds a candidate; every
+    candidate is then verified against the word's bytes (length, first 8 bytes packed, and the rest
+    byte by byte for the few longer words), so a hash collision can never give a wrong answer.
+    """
+
+    def __init__(self, words: Sequence[str], xp: ModuleType) -> None:
+        enc = [w.encode("utf-8") for w in words]
+        self.xp = xp
+        self.size = len(enc)
+        keys = [hash_bytes(b, 0) for b in enc]
+        if len(set(keys)) != len(keys):
+            raise ValueError("two feature words share a 64-bit hash; cannot build the lookup table")
+        bits = max(4, (max(len(enc), 1) * 16 - 1).bit_length())  # sparse: ~1 probe
+        size = 1 << bits
+        slot_key = np.zeros(size, dtype=np.uint64)
+        slot_idx = np.full(size, -1, dtype=np.int64)
+        karr = np.asarray(keys, dtype=np.uint64)
+        home = ((karr * np.uint64(_SLOT_MIX)) >> np.uint64(64 - bits)).astype(np.int64)
+        max_probe = 0
+        for i in range(len(enc)):
+            slot, d = int(home[i]), 0
+            while slot_idx[slot] >= 0:
+                slot, d = (slot + 1) & (size - 1), d + 1
+            slot_key[slot], slot_idx[slot] = karr[i], i
+            max_probe = max(max_probe, d)
+        self.bits, self.max_probe = bits, max_probe
+        self.slot_key = xp.asarray(slot_key)
+        self.slot_idx = xp.asarray(slot_idx)
+        lens = np.array([len(b) for b in enc] + [0], dtype=np.int64)
+        head = np.array([int.from_bytes(b[:8], "little") for b in enc] + [0], dtype=np.uint64)
+        starts = np.zeros(len(enc) + 1, dtype=np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+        self.len = xp.asarray(lens)
+        self.head = xp.asarray(head)
+        self.start = xp.asarray(starts)
+        self.pool = xp.asarray(np.frombuffer(b"".join(enc) + b"\0", dtype=np.uint8))
+
+    def lookup(self, data: Any, start: Any, length: Any, h1: Any, head: Any) -> Any:
+        """Index of each span's word in the table, or -1 (int64); ``head`` from :func:`_head8`."""
+        xp = self.xp
+        res = xp.full(start.shape[0], -1, dtype=np.int64)
+        if start.shape[0] == 0 or self.size == 0:
+            return res
+        mask = (1 << self.bits) - 1
+        slot = ((h1 * np.uint64(_SLOT_MIX)) >> np.uint64(64 - self.bits)).astype(np.int64)
+        for _ in range(self.max_probe + 1):
+            cand = self.slot_idx[slot]
+            res = xp.where((res < 0) & (self.slot_key[slot] == h1), cand, res)
+            slot = (slot + 1) & mask
+        # verify every candidate against the word's bytes: exact whatever the hash does
+        idx = xp.maximum(res, 0)
+        ok = (res >= 0) & (self.len[idx] == length) & (self.head[idx] == head)
+        long_ = xp.flatnonzero(ok & (length > 8))
+        if long_.shape[0]:
+            ok[long_] = _same_tail(
+                xp, data, start[long_], self.pool, self.start[idx[long_]], length[long_]
+            )
+        return xp.where(ok, res, -1)
+
+
+def _count_distinct(xp: ModuleType, data: Any, start: Any, length: Any, text: Any, h1: Any, head: Any, n: int) -> Any:
+    """Distinct words per text, exactly.
+
+    Vectorized hash grouping: every pending word writes its index into its slot, reads the winner back
+    and joins the winner's group when the winner is the same word of the same text (checked on the
+    bytes: length, first 8 bytes, and the rest byte by byte for longer words); the others probe the
+    next slot. Members of a group always move together, so each group gets exactly one leader,
+    whichever writer wins a slot (the count is the same on NumPy and CuPy).
+    """
+    m = int(start.shape[0])
+    if m == 0:
+        return xp.zeros(n, dtype=np.int64)
+    bits = max(4, (2 * m - 1).bit_length())
+    size_mask = np.int64((1 << bits) - 1)
+    key = h1 ^ (text.astype(np.uint64) * np.uint64(_TEXT_MIX))
+    lt = (length.astype(np.uint64) << np.uint64(32)) | text.astype(np.uint64)  # length and text in one key
+    slot = ((key * np.uint64(_SLOT_MIX)) >> np.uint64(64 - bits)).astype(np.int64)
+    table = xp.empty(1 << bits, dtype=np.int64)
+    pending = xp.arange(m, dtype=np.int64)
+    leaders = []
+    first = True
+    while pending.shape[0]:
+        s = slot if first else slot[pending]
+        table[s] = pending
+        w = table[s]
+        if first:
+            k, h, l_ = key, head, lt
+        else:
+            k, h, l_ = key[pending], head[pending], lt[pending]
+        same = (key[w] == k) & (head[w] == h) & (lt[w] == l_)
+        long_ = xp.flatnonzero(same & (w != pending) & ((l_ >> np.uint64(32)) > 8))
+        if long_.shape[0]:
+            p, q = pending[long_], w[long_]
+            same[long_] = _same_tail(xp, data, start[p], data, start[q], length[p])
+        leaders.append(pending[w == pending])
+        pending = pending[~same]
+        slot[pending] = (slot[pending] + 1) & size_mask
+        first = False
+    return _bincount(xp, text[xp.concatenate(leaders)], n)
+
+
+_SLOT_MIX = 0xD6E8FEB86659FD93  # odd multiplier spreading hashes over the slots
+_TEXT_MIX = 0x9E3779B97F4A7C15  # odd multiplier mixing the text index into a word's hash
 
 
 # ------------------------------------------------------------------------------------ the features
@@ -437,7 +567,7 @@ class ReadabilityFeatures:
             for j, w in enumerate(self.common + self.rare):
                 col[pos[w]] = j
             t = {
-                "table": ByteTable([w.encode("utf-8") for w in vocab], xp),
+                "table": _WordTable(vocab, xp),
                 "is_stop": xp.asarray(is_stop),
                 "col": xp.asarray(col),
                 "mean": xp.asarray(self.mean),
@@ -475,47 +605,43 @@ class ReadabilityFeatures:
         """The raw features (float32), vectorized over all pre-tokens of the batch."""
         xp = pre.xp
         n = pre.n
+        n_base = len(BASE_FEATURES)
         k_words = self.n_common + self.n_rare
-        out = xp.zeros((n, len(BASE_FEATURES) + k_words), dtype=np.float32)
+        out = xp.zeros((n, n_base + k_words), dtype=np.float32)
         n_tok = int(pre.start.shape[0])
         if n == 0 or n_tok == 0:
             return out
         offs = pre.tok_offsets
         punct = pre.is_punct
         word = ~punct
-        text = pre.text
-
         n_words = _seg_sum(xp, word, offs)
         n_punct = _seg_sum(xp, punct, offs)
 
-        # --- words: distinct (128-bit identity per text), stop words, corpus words
+        # --- words: one exact table lookup serves stop words and corpus words
+        words8 = _pad8(xp, pre.data)
         widx = xp.flatnonzero(word)
-        wtext = text[widx]
-        h1, h2 = span_hashes(pre, pre.start[widx], pre.end[widx])
-        key = h1 ^ (wtext.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-        order = xp.argsort(key)
-        ks, h2s = key[order], h2[order]
-        new = xp.ones(widx.shape[0], dtype=bool)
-        new[1:] = (ks[1:] != ks[:-1]) | (h2s[1:] != h2s[:-1])
-        n_distinct = _bincount(xp, wtext[order][new], n)
-
-        hit = t["table"].lookup(pre, pre.start[widx], pre.end[widx])
-        found = hit >= 0
-        hit0 = xp.maximum(hit, 0)
-        stop = found & t["is_stop"][hit0]
-        n_stop = _bincount(xp, wtext[stop], n)
-        if k_words:
-            col = xp.where(found, t["col"][hit0], -1)
-            sel = col >= 0
-            flat = wtext[sel] * k_words + col[sel]
-            out[:, len(BASE_FEATURES) :] = _bincount(xp, flat, n * k_words).reshape(n, k_words).astype(np.float32)
-
-        # --- sentences
-        n_sent = self._sentences(pre, word)
+        wtext = pre.text[widx]
+        ws, we = pre.start[widx], pre.end[widx]
+        wl = we - ws
+        h1 = span_hash(pre, ws, we, 0)
+        head = _head8(xp, words8, ws, wl)
+        table: _WordTable = t["table"]
+        hit = table.lookup(pre.data, ws, wl, h1, head)
+        fidx = xp.flatnonzero(hit >= 0)
+        ftext, fhit = wtext[fidx], hit[fidx]
+        # one bincount lays out n_stopwords (column 5) and the word counts (columns 7...) per text
+        width = n_base + k_words
+        stop_of = xp.flatnonzero(t["is_stop"][fhit])
+        col = t["col"][fhit]
+        has_col = xp.flatnonzero(col >= 0)
+        flat = xp.concatenate([ftext[stop_of] * width + 5, ftext[has_col] * width + n_base + col[has_col]])
+        out = _bincount(xp, flat, n * width).reshape(n, width).astype(np.float32)
+        n_distinct = _count_distinct(xp, pre.data, ws, wl, wtext, h1, head, n)
+        n_sent = self._sentences(pre, word, words8)
 
         nw = n_words.astype(np.float32)
         ns = n_sent.astype(np.float32)
-        nst = n_stop.astype(np.float32)
+        nst = out[:, 5]  # exact: counts below 2**24
         has = n_sent > 0
         den = xp.where(has, ns, np.float32(1))
         out[:, 0] = nw
@@ -523,54 +649,58 @@ class ReadabilityFeatures:
         out[:, 2] = n_punct.astype(np.float32)
         out[:, 3] = ns
         out[:, 4] = xp.where(has, nw / den, np.float32(0))
-        out[:, 5] = nst
         out[:, 6] = xp.where(has, nst / den, np.float32(0))
         return out
 
     @staticmethod
-    def _sentences(pre: PreTokens, word: Any) -> Any:
+    def _sentences(pre: PreTokens, word: Any, words8: Any) -> Any:
         """``n_sentences`` per text (int64), by the spec's terminator-run rule."""
         xp = pre.xp
-        punct = pre.is_punct
+        n_tok = pre.start.shape[0]
         offs = pre.tok_offsets
-        key = _short_keys(pre)
-        term = punct & _is_any(xp, key, _TERM_KEYS)
-        closer = punct & _is_any(xp, key, _CLOSE_KEYS)
+        # terminators and closing tokens are one-character punctuation tokens: compare their bytes
+        pidx = xp.flatnonzero(pre.is_punct)
+        pk = _head8(xp, words8, pre.start[pidx], pre.end[pidx] - pre.start[pidx])
+        term = xp.zeros(n_tok, dtype=bool)
+        closer = xp.zeros(n_tok, dtype=bool)
+        term[pidx] = _is_any(xp, pk, _TERM_KEYS)
+        closer[pidx] = _is_any(xp, pk, _CLOSE_KEYS)
 
-        # adj[i]: token i+1 is in the same text and starts where token i ends (no gap)
-        nxt_start = _shift_next(xp, pre.start, -1)
-        nxt_text = _shift_next(xp, pre.text, -1)
-        adj = (nxt_text == pre.text) & (nxt_start == pre.end)
+        # adj[i]: token i+1 is in the same text and starts where token i ends (no gap). Texts lie
+        # back to back in ``data``, so the last token of each text is cut off explicitly.
+        adj = xp.zeros(n_tok, dtype=bool)
+        adj[:-1] = pre.end[:-1] == pre.start[1:]
+        last_tok = offs[1:] - 1
+        adj[last_tok[offs[1:] > offs[:-1]]] = False
         adj_prev = _shift_prev(xp, adj, False)
-
         term_next = _shift_next(xp, term, False)
-        term_prev = _shift_prev(xp, term, False)
         run_end = term & ~(adj & term_next)
-        run_start = term & ~(adj_prev & term_prev)
 
         # (a) after the run and any adjacent closing tokens comes whitespace or the end of the text:
         # follow "adjacent closer" links to the first token that has none; there the gap must exist.
         link = adj & _shift_next(xp, closer, False)
-        stop_pos = xp.flatnonzero(~link)  # never empty: the last token has no next token
-        first_stop = xp.cumsum(~link, dtype=np.int64) - (~link)
-        followed_by_space = ~adj[stop_pos[first_stop]]
+        stop = ~link
+        stop_pos = xp.flatnonzero(stop)  # never empty: the last token has no next token
+        first_stop = xp.cumsum(stop, dtype=np.int64) - stop
+        ends = run_end & ~adj[stop_pos[first_stop]]
 
         # (b) not a single '.' glued to a one-character word or an abbreviation
-        dot = key == _TERM_KEYS[0]
-        cand = xp.flatnonzero(run_start & run_end & dot & adj_prev & _shift_prev(xp, word, False))
-        excluded = xp.zeros(term.shape[0], dtype=bool)
+        cand = xp.flatnonzero(ends & adj_prev)
+        if cand.shape[0]:
+            # a '.' glued to a word: the word is not a terminator, so the '.' is a run of one
+            cand = cand[(pk[xp.searchsorted(pidx, cand)] == _TERM_KEYS[0]) & word[cand - 1]]
         if cand.shape[0]:
             prev = cand - 1
-            abbr = _is_any(xp, key[prev], _ABBR_KEYS)
-            excluded[cand] = (pre.nchars[prev] == 1) | abbr
+            pl = pre.end[prev] - pre.start[prev]
+            # a word of at most 8 bytes is identified by its packed bytes (abbreviations have 2-4)
+            pkey = xp.where(pl <= 4, _head8(xp, words8, pre.start[prev], pl), np.uint64(0))
+            ends[cand] = ~((pre.nchars[prev] == 1) | _is_any(xp, pkey, _ABBR_KEYS))
 
-        ends = run_end & followed_by_space & ~excluded
         n_ends = _seg_sum(xp, ends, offs)
         # +1 when a word comes after the last sentence end of its text
-        ecs = xp.zeros(ends.shape[0] + 1, dtype=np.int64)
+        ecs = xp.zeros(n_tok + 1, dtype=np.int64)
         xp.cumsum(ends, dtype=np.int64, out=ecs[1:])
-        text_end = offs[1:][pre.text]
-        tail = word & (ecs[1:] == ecs[text_end])
+        tail = word & (ecs[1:] == ecs[offs[1:][pre.text]])
         return n_ends + (_seg_sum(xp, tail, offs) > 0)
 
 
