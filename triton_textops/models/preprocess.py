@@ -1,0 +1,56 @@
+"""Triton model ``preprocess`` (the seed's): excerpts → BERT inputs and tree features, one text pass.
+
+model.py: ``from triton_textops.models.preprocess import TritonPythonModel``. Seed tensor names:
+``INPUT0`` → ``BERT_IDS``, ``BERT_AM``, ``TREE_FEATS``. Parameters: those of ``tokenize`` and
+``features`` (``vocab``, ``features``, ``lowercase``, ``max_length``, ``stride``,
+``return_overflowing_tokens``, ``normalize``) plus ``tensor_names`` and ``max_text_bytes``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from triton_textops.errors import ConfigError
+from triton_textops.models.features import FEATURE_PARAMS, load_features
+from triton_textops.models.tokenize import TOKENIZER_PARAMS, load_tokenizer
+from triton_textops.models.tokenize import TritonPythonModel as Tokenize
+from triton_textops.triton.base import TensorSpec, TextOpsModel
+
+
+class TritonPythonModel(TextOpsModel):
+    PARAMS = [*TOKENIZER_PARAMS, *FEATURE_PARAMS]
+    INPUTS = {"text": TensorSpec("INPUT0", "TYPE_STRING")}
+    OUTPUTS = {
+        "input_ids": TensorSpec("BERT_IDS", "TYPE_INT64", ("L",)),
+        "attention_mask": TensorSpec("BERT_AM", "TYPE_INT64", ("L",)),
+        "features": TensorSpec("TREE_FEATS", "TYPE_FP32", (-1,)),
+        "overflow_to_sample_mapping": TensorSpec("OVERFLOW_TO_SAMPLE_MAPPING", "TYPE_INT64", (1,), optional=True),
+    }
+    batchable = Tokenize.batchable
+    wants_output = Tokenize.wants_output
+
+    def setup(self) -> None:
+        self.tokenizer = load_tokenizer(self)
+        self.features = load_features(self, "features")
+        if self.features.lowercase != self.tokenizer.lowercase:
+            raise ConfigError("the features artifact and the tokenizer use different casing (lowercase)")
+
+    def read(self, request: Any) -> Any:
+        return self.read_text(request)
+
+    def compute(self, items: list[Any]) -> list[dict[str, Any]]:
+        batch, counts = self.text_batch(items)
+        p, tok = self.params, self.tokenizer
+        pre = tok.pretokenize(batch)  # one normalization + pre-tokenization pass serves both outputs
+        pieces, offsets = tok.wordpiece(pre)
+        overflow = p["return_overflowing_tokens"]
+        enc = tok.pack(pieces, offsets, max_length=p["max_length"], stride=p["stride"],
+                       return_overflowing_tokens=overflow)
+        feats = self.features.transform_pretokens(pre, normalize=p["normalize"])
+        mapping = enc.overflow_to_sample_mapping
+        rows = self.split_rows({"input_ids": enc.input_ids, "attention_mask": enc.attention_mask,
+                                "overflow_to_sample_mapping": mapping.reshape(-1, 1)}, counts,
+                               mapping if overflow else None)
+        for part, f in zip(rows, self.split_rows({"features": feats}, counts)):
+            part.update(f)
+        return rows
