@@ -232,3 +232,24 @@ def test_gpu_equals_cpu(vocab_path, austen):
     data, offs = pack_host(texts)
     dev = gpu.encode((cp.asarray(data), cp.asarray(offs)), max_length=128)
     np.testing.assert_array_equal(cp.asnumpy(dev.input_ids), cpu.encode(texts, max_length=128).input_ids)
+
+
+def test_cudf_backend_needs_a_gpu(vocab_path):
+    with pytest.raises(ValueError, match="GPU"):
+        BertTokenizer.from_vocab(vocab_path, device="cpu", backend="cudf")
+    with pytest.raises(ValueError, match="backend"):
+        BertTokenizer.from_vocab(vocab_path, backend="fast")
+
+
+@pytest.mark.gpu
+def test_cudf_backend_on_prose(vocab_path, austen):
+    """cuDF's pieces equal ours on ordinary prose (its known differences are in cudf_backend's doc)."""
+    pytest.importorskip("cudf")
+    import cupy as cp
+
+    ours = BertTokenizer.from_vocab(vocab_path, device="cuda")
+    cudf_tok = BertTokenizer.from_vocab(vocab_path, device="cuda", backend="cudf")
+    a = ours.encode(austen[:500], max_length=128)
+    b = cudf_tok.encode(austen[:500], max_length=128)
+    same = (cp.asnumpy(a.input_ids) == cp.asnumpy(b.input_ids)).all(axis=1)
+    assert same.mean() > 0.99, f"{(~same).sum()} of 500 rows differ"

@@ -350,7 +350,7 @@ class Normalizer:
             return special
         pos, which, length = cand[hit], which[hit], length[hit]
         # drop matches overlapping an earlier match (leftmost wins)
-        keep = _non_overlapping(_host(pos), _host(length))
+        keep = xp.asarray(_non_overlapping(_host(pos), _host(length)))
         pos, which, length = pos[keep], which[keep], length[keep]
         o_s, o_e = out_pos[pos], out_pos[pos + length]
         t_first = xp.searchsorted(pre.start, o_s, side="left")

@@ -50,7 +50,11 @@ class Encoding:
 class BertTokenizer:
     """HuggingFace-exact BERT WordPiece tokenizer over a ``vocab.txt``."""
 
-    def __init__(self, vocab: list[str], *, lowercase: bool = True, device: str = "cpu") -> None:
+    def __init__(self, vocab: list[str], *, lowercase: bool = True, device: str = "cpu", backend: str = "native") -> None:
+        if backend not in ("native", "cudf"):
+            raise ValueError(f"backend must be 'native' or 'cudf', got {backend!r}")
+        if backend == "cudf" and device == "cpu":
+            raise ValueError("backend='cudf' runs on the GPU: use device='cuda'")
         self.device = resolve_device(device)
         self.xp: ModuleType = get_xp(self.device)
         self.lowercase = lowercase
@@ -70,6 +74,11 @@ class BertTokenizer:
         self.table = ByteTable(toks, self.xp, values=list(ids.values()))
         self.max_piece = max((len(t) - (2 if t.startswith(CONTINUATION) else 0) for t in toks), default=0)
         self.normalizer = Normalizer.get(lowercase, self.xp)
+        self.backend = backend
+        if backend == "cudf":
+            from triton_textops.ops.cudf_backend import CudfWordPiece
+
+            self._cudf = CudfWordPiece(vocab, self.specials, lowercase)
         # hash("##") * B^l mod 2**64 for every piece length l: the "##" part of a continuation key
         seed = hash_bytes(CONTINUATION)
         self._seed_pows = self.xp.asarray(
@@ -77,8 +86,13 @@ class BertTokenizer:
         )
 
     @classmethod
-    def from_vocab(cls, path: str | os.PathLike, *, lowercase: bool = True, device: str = "cpu") -> BertTokenizer:
-        """Load a WordPiece ``vocab.txt`` (one token per line, id = line number)."""
+    def from_vocab(
+        cls, path: str | os.PathLike, *, lowercase: bool = True, device: str = "cpu", backend: str = "native"
+    ) -> BertTokenizer:
+        """Load a WordPiece ``vocab.txt`` (one token per line, id = line number).
+
+        ``backend="cudf"`` takes the word pieces from cuDF >= 25.10 (GPU only; see
+        :mod:`triton_textops.ops.cudf_backend` for how it differs from HF); packing stays ours."""
         try:
             with open(path, encoding="utf-8") as f:
                 lines = f.read().split("\n")
@@ -88,7 +102,7 @@ class BertTokenizer:
             raise ValueError(f"vocabulary {path} is not valid UTF-8: {e}") from None
         if lines and lines[-1] == "":
             lines.pop()
-        return cls([ln.rstrip() for ln in lines], lowercase=lowercase, device=device)
+        return cls([ln.rstrip() for ln in lines], lowercase=lowercase, device=device, backend=backend)
 
     # ----------------------------------------------------------------------------------- stages
 
@@ -269,8 +283,11 @@ class BertTokenizer:
     ) -> Encoding:
         """Tokenize a batch. ``texts``: list of str/bytes, NumPy object array of bytes ([n] or [n, 1]),
         a :class:`TextBatch`, or a ``(uint8 buffer, offsets)`` pair on the device."""
-        pre = self.pretokenize(texts)
-        pieces, offsets = self.wordpiece(pre)
+        if self.backend == "cudf":
+            batch = texts if isinstance(texts, TextBatch) else TextBatch.from_texts(texts, self.xp)
+            pieces, offsets = self._cudf(batch)
+        else:
+            pieces, offsets = self.wordpiece(self.pretokenize(texts))
         return self.pack(
             pieces,
             offsets,
