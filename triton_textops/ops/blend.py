@@ -43,20 +43,21 @@ class BlendRequest:
         return int(self.tree.shape[0])
 
 
-def _column(xp: ModuleType, arr: Any, what: str) -> Any:
-    """Accept shape (k,) or (k, 1); return a 1-D array of module ``xp``."""
-    a = xp.asarray(arr)
+def _column(xp: ModuleType, arr: Any, what: str, kinds: str = "fiu") -> Any:
+    """Accept shape (k,) or (k, 1) of a numeric dtype kind in ``kinds``; return a 1-D array of ``xp``."""
+    a = arr if hasattr(arr, "shape") and array_module(arr) is xp else np.asarray(arr)
+    if a.dtype.kind not in kinds:
+        want = "integers" if kinds == "iu" else "numeric"
+        raise InputError(f"{what} must be {want}, got dtype {a.dtype}")
     if a.ndim == 2 and a.shape[1] == 1:
         a = a.reshape(a.shape[0])
     if a.ndim != 1:
         raise InputError(f"{what} must have shape (batch,) or (batch, 1), got {tuple(a.shape)}")
-    return a
+    return xp.asarray(a)
 
 
 def _scores(xp: ModuleType, arr: Any, what: str) -> Any:
     a = _column(xp, arr, what)
-    if a.dtype.kind not in "fiu":
-        raise InputError(f"{what} must be numeric, got dtype {a.dtype}")
     if a.dtype.kind == "f" and a.size and not bool(xp.isfinite(a).all()):
         bad = int(xp.argmin(xp.isfinite(a)))
         raise InputError(f"{what} must be finite: row {bad} is {float(a[bad])}")
@@ -72,15 +73,15 @@ def validate_blend_request(
 ) -> BlendRequest:
     """Check one request's blend inputs; raise :class:`InputError` (a ValueError) naming what is wrong."""
     xp = array_module(tree_scores)
-    tree_in = xp.asarray(tree_scores)
-    tree = _scores(xp, tree_in, "tree_scores")
+    tree_shape = tuple(np.shape(tree_scores)) if not hasattr(tree_scores, "shape") else tuple(tree_scores.shape)
+    tree = _scores(xp, tree_scores, "tree_scores")
     bert = _scores(xp, bert_scores, "bert_scores")
     n, r = int(tree.shape[0]), int(bert.shape[0])
 
-    w = xp.asarray(weight)
+    w = weight if hasattr(weight, "dtype") and array_module(weight) is xp else np.asarray(weight)
     if w.dtype.kind not in "fiu":
         raise InputError(f"BERT_WEIGHT must be numeric, got dtype {w.dtype}")
-    w = w.astype(np.float64).reshape(-1)
+    w = xp.asarray(w).astype(np.float64).reshape(-1)
     if w.size == 0 and n > 0:
         raise InputError("BERT_WEIGHT is empty: give one value for the request or one per row")
     if w.size not in (1, n):
@@ -99,9 +100,7 @@ def validate_blend_request(
                 "(pass overflow_to_sample_mapping when BERT rows are overflow windows)"
             )
     else:
-        m = _column(xp, overflow_to_sample_mapping, "overflow_to_sample_mapping")
-        if m.dtype.kind not in "iu":
-            raise InputError(f"overflow_to_sample_mapping must be integers, got dtype {m.dtype}")
+        m = _column(xp, overflow_to_sample_mapping, "overflow_to_sample_mapping", "iu")
         if int(m.shape[0]) != r:
             raise InputError(f"overflow_to_sample_mapping has {m.shape[0]} rows but there are {r} BERT scores")
         m = m.astype(np.int64)
@@ -114,7 +113,7 @@ def validate_blend_request(
         if n and not bool((counts > 0).all()):
             raise InputError(f"text {int(xp.argmin(counts > 0))} has no BERT row in overflow_to_sample_mapping")
         mapping = m
-    return BlendRequest(bert, tree, w32, mapping, counts, tuple(tree_in.shape), xp)
+    return BlendRequest(bert, tree, w32, mapping, counts, tree_shape, xp)
 
 
 def _window_mean(req: BlendRequest) -> Any:
@@ -127,7 +126,7 @@ def _window_mean(req: BlendRequest) -> Any:
         out = xp.empty(n, dtype=np.float32)
         out[m] = req.bert
         return out
-    order = xp.lexsort(xp.stack([xp.arange(r, dtype=np.int64), m]))  # by text, then row
+    order = xp.argsort(m * r + xp.arange(r, dtype=np.int64))  # by text, then row (unique keys)
     ms = m[order]
     bs = req.bert[order].astype(np.float64)
     starts = xp.cumsum(counts) - counts
@@ -139,10 +138,15 @@ def _window_mean(req: BlendRequest) -> Any:
     return (acc / counts).astype(np.float32)
 
 
+def _one_minus(xp: ModuleType, w: Any) -> Any:
+    """``1 - w`` in float32 on ``w``'s array module."""
+    return xp.subtract(xp.ones(w.shape, dtype=np.float32), w)
+
+
 def _blend(req: BlendRequest) -> Any:
     b = _window_mean(req)
     w = req.weight
-    return (w * b + (np.float32(1) - w) * req.tree).astype(np.float32, copy=False)
+    return (w * b + _one_minus(req.xp, w) * req.tree).astype(np.float32, copy=False)
 
 
 def blend_scores(

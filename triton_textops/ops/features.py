@@ -124,7 +124,7 @@ def _seg_sum(xp: ModuleType, mask: Any, offsets: Any) -> Any:
     """Per-segment count of True in ``mask`` (segments given by ``offsets``, n+1): int64."""
     cs = xp.zeros(mask.shape[0] + 1, dtype=np.int64)
     if mask.shape[0]:
-        xp.cumsum(mask, dtype=np.int64, out=cs[1:])
+        cs[1:] = xp.cumsum(mask, dtype=np.int64)
     return cs[offsets[1:]] - cs[offsets[:-1]]
 
 
@@ -173,9 +173,10 @@ def _head8(xp: ModuleType, words: Any, start: Any, length: Any) -> Any:
     q = start >> 3
     r = (start & 7).astype(np.uint64) * np.uint64(8)
     # (x << (63 - r)) << 1 == x << (64 - r), and 0 when r == 0 (a shift by 64 is undefined)
-    head = (words[q] >> r) | ((words[q + 1] << (np.uint64(63) - r)) << np.uint64(1))
+    one = xp.ones(r.shape, dtype=np.uint64)
+    head = (words[q] >> r) | ((words[q + 1] << ((one * 63) - r)) << one)
     shift = (xp.minimum(length, 7) * 8).astype(np.uint64)
-    mask = xp.where(length < 8, (np.uint64(1) << shift) - np.uint64(1), np.uint64(0xFFFFFFFFFFFFFFFF))
+    mask = xp.where(length < 8, (one << shift) - one, ~(one - one))
     return head & mask
 
 
@@ -699,7 +700,7 @@ class ReadabilityFeatures:
         n_ends = _seg_sum(xp, ends, offs)
         # +1 when a word comes after the last sentence end of its text
         ecs = xp.zeros(n_tok + 1, dtype=np.int64)
-        xp.cumsum(ends, dtype=np.int64, out=ecs[1:])
+        ecs[1:] = xp.cumsum(ends, dtype=np.int64)
         tail = word & (ecs[1:] == ecs[offs[1:][pre.text]])
         return n_ends + (_seg_sum(xp, tail, offs) > 0)
 
