@@ -9,7 +9,9 @@ import sys
 # Modules that define `add_parser(subparsers)`; each owns its subcommand(s).
 _COMMAND_MODULES = [
     "triton_textops.demo",
+    "triton_textops.features_cli",
     "triton_textops.stub",
+    "triton_textops.envs",
     "triton_textops.server",
 ]
 
