@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops.text import Normalizer, PreTokens, TextBatch, hash_bytes, span_hash
+from triton_textops.ops.text import ByteTable, Normalizer, PreTokens, TextBatch
 from triton_textops.ops.xp import get_xp
 
 __all__ = [
@@ -120,14 +120,6 @@ def _dedupe(words: Iterable[str]) -> list[str]:
 # ------------------------------------------------------------------------------------ array helpers
 
 
-def _seg_sum(xp: ModuleType, mask: Any, offsets: Any) -> Any:
-    """Per-segment count of True in ``mask`` (segments given by ``offsets``, n+1): int64."""
-    cs = xp.zeros(mask.shape[0] + 1, dtype=np.int64)
-    if mask.shape[0]:
-        cs[1:] = xp.cumsum(mask, dtype=np.int64)
-    return cs[offsets[1:]] - cs[offsets[:-1]]
-
-
 def _bincount(xp: ModuleType, x: Any, size: int) -> Any:
     """``bincount(x, minlength=size)`` that accepts an empty ``x`` on CuPy too."""
     if x.shape[0] == 0:
@@ -140,14 +132,6 @@ def _shift_next(xp: ModuleType, a: Any, fill: Any) -> Any:
     out = xp.empty_like(a)
     out[:-1] = a[1:]
     out[-1:] = fill
-    return out
-
-
-def _shift_prev(xp: ModuleType, a: Any, fill: Any) -> Any:
-    """``out[i] = a[i - 1]``, ``fill`` at the start."""
-    out = xp.empty_like(a)
-    out[1:] = a[:-1]
-    out[:1] = fill
     return out
 
 
@@ -206,27 +190,52 @@ def _is_any(xp: ModuleType, key: Any, keys: Sequence[int]) -> Any:
     return out
 
 
+def _span_keys(xp: ModuleType, words8: Any, start: Any, length: Any, head: Any) -> Any:
+    """64-bit key of each span from its length, first 8 and last 8 bytes.
+
+    Cheap (no pass over the text) and a good hash for slotting; not an identity for spans longer
+    than 16 bytes, so every user verifies candidates on the bytes.
+    """
+    tail = head.copy()
+    li = xp.flatnonzero(length > 8)
+    if li.shape[0]:
+        tail[li] = _head8(xp, words8, start[li] + length[li] - 8, xp.full(li.shape[0], 8, dtype=np.int64))
+    k = (head * np.uint64(_K1)) ^ (tail * np.uint64(_K2)) ^ (length.astype(np.uint64) * np.uint64(_K3))
+    k ^= k >> np.uint64(32)
+    k *= np.uint64(_SLOT_MIX)
+    k ^= k >> np.uint64(29)
+    return k
+
+
 class _WordTable:
     """Exact lookup of the feature words (stop words + corpus words) by pre-token span.
 
-    Open addressing on the tokenizer's span hash (``hash_bytes(w, 0)``) finds a candidate; every
-    candidate is then verified against the word's bytes (length, first 8 bytes packed, and the rest
-    byte by byte for the few longer words), so a hash collision can never give a wrong answer.
+    Open addressing on :func:`_span_keys` finds a candidate; every candidate is then verified on the
+    word's bytes (length, first 8 bytes packed, the rest byte by byte for the few longer words), so a
+    key collision can never give a wrong answer. Should two table words share a key (same length,
+    first and last 8 bytes), the tokenizer's byte-verified :class:`ByteTable` is used instead.
     """
 
     def __init__(self, words: Sequence[str], xp: ModuleType) -> None:
         enc = [w.encode("utf-8") for w in words]
         self.xp = xp
         self.size = len(enc)
-        keys = [hash_bytes(b, 0) for b in enc]
-        if len(set(keys)) != len(keys):
-            raise ValueError("two feature words share a 64-bit hash; cannot build the lookup table")
+        lens = np.array([len(b) for b in enc] + [0], dtype=np.int64)
+        starts = np.zeros(len(enc) + 1, dtype=np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+        pool = np.frombuffer(b"".join(enc) + b"\0", dtype=np.uint8)
+        # the same functions as serving, on the table's own bytes
+        w8 = _pad8(np, pool)
+        head = _head8(np, w8, starts[:-1], lens[:-1])
+        karr = _span_keys(np, w8, starts[:-1], lens[:-1], head)
+        self.fallback = None
+        if len(set(karr.tolist())) != len(enc):
+            self.fallback = ByteTable(enc, xp)
         bits = max(4, (max(len(enc), 1) * 16 - 1).bit_length())  # sparse: ~1 probe
         size = 1 << bits
         slot_key = np.zeros(size, dtype=np.uint64)
         slot_idx = np.full(size, -1, dtype=np.int64)
-        karr = np.asarray(keys, dtype=np.uint64)
-        home = ((karr * np.uint64(_SLOT_MIX)) >> np.uint64(64 - bits)).astype(np.int64)
+        home = (karr >> np.uint64(64 - bits)).astype(np.int64)
         max_probe = 0
         for i in range(len(enc)):
             slot, d = int(home[i]), 0
@@ -237,39 +246,35 @@ class _WordTable:
         self.bits, self.max_probe = bits, max_probe
         self.slot_key = xp.asarray(slot_key)
         self.slot_idx = xp.asarray(slot_idx)
-        lens = np.array([len(b) for b in enc] + [0], dtype=np.int64)
-        head = np.array([int.from_bytes(b[:8], "little") for b in enc] + [0], dtype=np.uint64)
-        starts = np.zeros(len(enc) + 1, dtype=np.int64)
-        np.cumsum(lens[:-1], out=starts[1:])
         self.len = xp.asarray(lens)
-        self.head = xp.asarray(head)
+        self.head = xp.asarray(np.concatenate([head, np.zeros(1, np.uint64)]))
         self.start = xp.asarray(starts)
-        self.pool = xp.asarray(np.frombuffer(b"".join(enc) + b"\0", dtype=np.uint8))
+        self.pool = xp.asarray(pool)
 
-    def lookup(self, data: Any, start: Any, length: Any, h1: Any, head: Any) -> Any:
-        """Index of each span's word in the table, or -1 (int64); ``head`` from :func:`_head8`."""
+    def lookup(self, pre: PreTokens, start: Any, length: Any, key: Any, head: Any) -> Any:
+        """Index of each span's word in the table, or -1 (int64); ``key``/``head`` of the spans."""
         xp = self.xp
+        if self.fallback is not None:
+            return self.fallback.lookup(pre, start, start + length)
         res = xp.full(start.shape[0], -1, dtype=np.int64)
         if start.shape[0] == 0 or self.size == 0:
             return res
         mask = (1 << self.bits) - 1
-        slot = ((h1 * np.uint64(_SLOT_MIX)) >> np.uint64(64 - self.bits)).astype(np.int64)
+        slot = (key >> np.uint64(64 - self.bits)).astype(np.int64)
         for _ in range(self.max_probe + 1):
             cand = self.slot_idx[slot]
-            res = xp.where((res < 0) & (self.slot_key[slot] == h1), cand, res)
+            res = xp.where((res < 0) & (self.slot_key[slot] == key), cand, res)
             slot = (slot + 1) & mask
-        # verify every candidate against the word's bytes: exact whatever the hash does
+        # verify every candidate against the word's bytes: exact whatever the key does
         idx = xp.maximum(res, 0)
         ok = (res >= 0) & (self.len[idx] == length) & (self.head[idx] == head)
         long_ = xp.flatnonzero(ok & (length > 8))
         if long_.shape[0]:
-            ok[long_] = _same_tail(
-                xp, data, start[long_], self.pool, self.start[idx[long_]], length[long_]
-            )
+            ok[long_] = _same_tail(xp, pre.data, start[long_], self.pool, self.start[idx[long_]], length[long_])
         return xp.where(ok, res, -1)
 
 
-def _count_distinct(xp: ModuleType, data: Any, start: Any, length: Any, text: Any, h1: Any, head: Any, n: int) -> Any:
+def _count_distinct(xp: ModuleType, data: Any, start: Any, length: Any, text: Any, skey: Any, head: Any, n: int) -> Any:
     """Distinct words per text, exactly.
 
     Vectorized hash grouping: every pending word writes its index into its slot, reads the winner back
@@ -281,9 +286,9 @@ def _count_distinct(xp: ModuleType, data: Any, start: Any, length: Any, text: An
     m = int(start.shape[0])
     if m == 0:
         return xp.zeros(n, dtype=np.int64)
-    bits = max(4, (2 * m - 1).bit_length())
+    bits = max(4, (_DISTINCT_SLOTS * m - 1).bit_length())
     size_mask = np.int64((1 << bits) - 1)
-    key = h1 ^ (text.astype(np.uint64) * np.uint64(_TEXT_MIX))
+    key = skey ^ (text.astype(np.uint64) * np.uint64(_TEXT_MIX))
     lt = (length.astype(np.uint64) << np.uint64(32)) | text.astype(np.uint64)  # length and text in one key
     slot = ((key * np.uint64(_SLOT_MIX)) >> np.uint64(64 - bits)).astype(np.int64)
     table = xp.empty(1 << bits, dtype=np.int64)
@@ -311,7 +316,9 @@ def _count_distinct(xp: ModuleType, data: Any, start: Any, length: Any, text: An
 
 
 _SLOT_MIX = 0xD6E8FEB86659FD93  # odd multiplier spreading hashes over the slots
+_K1, _K2, _K3 = 0x9FB21C651E98DF25, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9  # odd key multipliers
 _TEXT_MIX = 0x9E3779B97F4A7C15  # odd multiplier mixing the text index into a word's hash
+_DISTINCT_SLOTS = 2  # slots per word in the distinct-word grouping table (rounded up to a power of 2)
 
 
 # ------------------------------------------------------------------------------------ the features
@@ -613,10 +620,11 @@ class ReadabilityFeatures:
         if n == 0 or n_tok == 0:
             return out
         offs = pre.tok_offsets
-        punct = pre.is_punct
-        word = ~punct
-        n_words = _seg_sum(xp, word, offs)
-        n_punct = _seg_sum(xp, punct, offs)
+        word = ~pre.is_punct
+        wcs = xp.zeros(n_tok + 1, dtype=np.int64)  # running count of words
+        wcs[1:] = xp.cumsum(word, dtype=np.int64)
+        n_words = wcs[offs[1:]] - wcs[offs[:-1]]
+        n_punct = (offs[1:] - offs[:-1]) - n_words
 
         # --- words: one exact table lookup serves stop words and corpus words
         words8 = _pad8(xp, pre.data)
@@ -624,10 +632,10 @@ class ReadabilityFeatures:
         wtext = pre.text[widx]
         ws, we = pre.start[widx], pre.end[widx]
         wl = we - ws
-        h1 = span_hash(pre, ws, we, 0)
         head = _head8(xp, words8, ws, wl)
+        skey = _span_keys(xp, words8, ws, wl, head)
         table: _WordTable = t["table"]
-        hit = table.lookup(pre.data, ws, wl, h1, head)
+        hit = table.lookup(pre, ws, wl, skey, head)
         fidx = xp.flatnonzero(hit >= 0)
         ftext, fhit = wtext[fidx], hit[fidx]
         # one bincount lays out n_stopwords (column 5) and the word counts (columns 7...) per text
@@ -637,8 +645,8 @@ class ReadabilityFeatures:
         has_col = xp.flatnonzero(col >= 0)
         flat = xp.concatenate([ftext[stop_of] * width + 5, ftext[has_col] * width + n_base + col[has_col]])
         out = _bincount(xp, flat, n * width).reshape(n, width).astype(np.float32)
-        n_distinct = _count_distinct(xp, pre.data, ws, wl, wtext, h1, head, n)
-        n_sent = self._sentences(pre, word, words8)
+        n_distinct = _count_distinct(xp, pre.data, ws, wl, wtext, skey, head, n)
+        n_sent = self._sentences(pre, wcs, words8)
 
         nw = n_words.astype(np.float32)
         ns = n_sent.astype(np.float32)
@@ -654,55 +662,58 @@ class ReadabilityFeatures:
         return out
 
     @staticmethod
-    def _sentences(pre: PreTokens, word: Any, words8: Any) -> Any:
-        """``n_sentences`` per text (int64), by the spec's terminator-run rule."""
+    def _sentences(pre: PreTokens, wcs: Any, words8: Any) -> Any:
+        """``n_sentences`` per text (int64), by the spec's terminator-run rule.
+
+        Works on the punctuation tokens only (terminators and closing tokens are one-character
+        punctuation tokens); ``wcs`` is the running count of words over all tokens (length T+1).
+        """
         xp = pre.xp
-        n_tok = pre.start.shape[0]
+        n_tok = int(pre.start.shape[0])
         offs = pre.tok_offsets
-        # terminators and closing tokens are one-character punctuation tokens: compare their bytes
-        pidx = xp.flatnonzero(pre.is_punct)
-        pk = _head8(xp, words8, pre.start[pidx], pre.end[pidx] - pre.start[pidx])
-        term = xp.zeros(n_tok, dtype=bool)
-        closer = xp.zeros(n_tok, dtype=bool)
-        term[pidx] = _is_any(xp, pk, _TERM_KEYS)
-        closer[pidx] = _is_any(xp, pk, _CLOSE_KEYS)
-
-        # adj[i]: token i+1 is in the same text and starts where token i ends (no gap). Texts lie
-        # back to back in ``data``, so the last token of each text is cut off explicitly.
-        adj = xp.zeros(n_tok, dtype=bool)
-        adj[:-1] = pre.end[:-1] == pre.start[1:]
-        last_tok = offs[1:] - 1
-        adj[last_tok[offs[1:] > offs[:-1]]] = False
-        adj_prev = _shift_prev(xp, adj, False)
-        term_next = _shift_next(xp, term, False)
-        run_end = term & ~(adj & term_next)
-
-        # (a) after the run and any adjacent closing tokens comes whitespace or the end of the text:
-        # follow "adjacent closer" links to the first token that has none; there the gap must exist.
-        link = adj & _shift_next(xp, closer, False)
-        stop = ~link
-        stop_pos = xp.flatnonzero(stop)  # never empty: the last token has no next token
-        first_stop = xp.cumsum(stop, dtype=np.int64) - stop
-        ends = run_end & ~adj[stop_pos[first_stop]]
-
-        # (b) not a single '.' glued to a one-character word or an abbreviation
-        cand = xp.flatnonzero(ends & adj_prev)
-        if cand.shape[0]:
-            # a '.' glued to a word: the word is not a terminator, so the '.' is a run of one
-            cand = cand[(pk[xp.searchsorted(pidx, cand)] == _TERM_KEYS[0]) & word[cand - 1]]
-        if cand.shape[0]:
-            prev = cand - 1
-            pl = pre.end[prev] - pre.start[prev]
-            # a word of at most 8 bytes is identified by its packed bytes (abbreviations have 2-4)
-            pkey = xp.where(pl <= 4, _head8(xp, words8, pre.start[prev], pl), np.uint64(0))
-            ends[cand] = ~((pre.nchars[prev] == 1) | _is_any(xp, pkey, _ABBR_KEYS))
-
-        n_ends = _seg_sum(xp, ends, offs)
+        p = xp.flatnonzero(pre.is_punct)
+        n_p = int(p.shape[0])
+        tail_from = offs[:-1]  # words are counted from here on when a text has no sentence end
+        if n_p:
+            text_p, st_p, en_p = pre.text[p], pre.start[p], pre.end[p]
+            pk = _head8(xp, words8, st_p, en_p - st_p)
+            term = _is_any(xp, pk, _TERM_KEYS)
+            closer = _is_any(xp, pk, _CLOSE_KEYS)
+            # the next token (of any kind) is in the same text and starts where this one ends
+            nxt = xp.minimum(p + 1, n_tok - 1)
+            adj = (p + 1 < n_tok) & (pre.start[nxt] == en_p) & (pre.text[nxt] == text_p)
+            # ... and it is the next punctuation token, a terminator / a closing token
+            adj_p = xp.zeros(n_p, dtype=bool)
+            adj_p[:-1] = adj[:-1] & (p[1:] == p[:-1] + 1)
+            run_end = term & ~(adj_p & _shift_next(xp, term, False))
+            # (a) after the run and any adjacent closing tokens comes whitespace or the end of the
+            # text: follow "adjacent closer" links to the first token without one; it needs a gap.
+            stop = ~(adj_p & _shift_next(xp, closer, False))
+            stop_pos = xp.flatnonzero(stop)  # never empty: the last one has no next punctuation token
+            first_stop = xp.cumsum(stop, dtype=np.int64) - stop
+            ends = run_end & ~adj[stop_pos[first_stop]]
+            # (b) not a single '.' glued to a one-character word or an abbreviation (the word is not
+            # a terminator, so such a '.' is a run of one)
+            prv = xp.maximum(p - 1, 0)
+            glued = (p > 0) & (pre.end[prv] == st_p) & (pre.text[prv] == text_p) & ~pre.is_punct[prv]
+            cand = xp.flatnonzero(ends & glued & (pk == _TERM_KEYS[0]))
+            if cand.shape[0]:
+                prev = p[cand] - 1
+                pl = pre.end[prev] - pre.start[prev]
+                # a word of at most 8 bytes is identified by its packed bytes (abbreviations have 2-4)
+                pkey = xp.where(pl <= 4, _head8(xp, words8, pre.start[prev], pl), np.uint64(0))
+                ends[cand] = ~((pre.nchars[prev] == 1) | _is_any(xp, pkey, _ABBR_KEYS))
+            e_tok, e_text = p[ends], text_p[ends]
+            n_ends = _bincount(xp, e_text, pre.n)
+            if e_tok.shape[0]:
+                last = xp.ones(e_tok.shape[0], dtype=bool)
+                last[:-1] = e_text[1:] != e_text[:-1]
+                tail_from = tail_from.copy()
+                tail_from[e_text[last]] = e_tok[last] + 1
+        else:
+            n_ends = xp.zeros(pre.n, dtype=np.int64)
         # +1 when a word comes after the last sentence end of its text
-        ecs = xp.zeros(n_tok + 1, dtype=np.int64)
-        ecs[1:] = xp.cumsum(ends, dtype=np.int64)
-        tail = word & (ecs[1:] == ecs[offs[1:][pre.text]])
-        return n_ends + (_seg_sum(xp, tail, offs) > 0)
+        return n_ends + ((wcs[offs[1:]] - wcs[tail_from]) > 0)
 
 
 def _str_list(v: Any) -> bool:
