@@ -9,10 +9,12 @@ import sys
 # Modules that define `add_parser(subparsers)`; each owns its subcommand(s).
 _COMMAND_MODULES = [
     "triton_textops.demo",
+    "triton_textops.example",
     "triton_textops.features_cli",
     "triton_textops.stub",
     "triton_textops.envs",
     "triton_textops.server",
+    "triton_textops.repo.cli",
 ]
 
 

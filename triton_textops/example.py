@@ -1,0 +1,82 @@
+"""``triton-textops example readability DIR``: build the trained example repository of the seed's pipeline.
+
+Trains (or reuses from the cache) the features artifact, the MiniLM regressor ``model.onnx`` and the random
+forest ``checkpoint.tl`` (:mod:`triton_textops.examples.readability`), then writes the ``ensemble_all``
+repository into DIR. ``--backends python`` (default with ``--device cpu``) runs ``bert-large`` and ``cuml`` as
+Python-backend models over those files, for servers that only have the Python backend (the PyPI wheel);
+``--backends native`` (default with ``--device gpu``) uses Triton's onnxruntime and FIL backends, as the seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+
+def default_cache() -> Path:
+    """Where trained artifacts are kept between runs (``<triton-textops cache>/examples``)."""
+    from triton_textops.server import cache_dir
+
+    return cache_dir() / "examples"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``triton-textops example readability``."""
+    p = sub.add_parser("example", help="build a trained example model repository")
+    which = p.add_subparsers(dest="example", required=True)
+    r = which.add_parser("readability", help="the seed's readability pipeline (MiniLM + random forest, blended)",
+                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_build_options(r)
+    r.add_argument("directory", help="model repository to write (its five model directories are replaced)")
+    r.set_defaults(func=run)
+
+
+def add_build_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by ``example readability`` and ``demo``."""
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="instance kind of every model")
+    p.add_argument("--backends", choices=("python", "native"), default=None,
+                   help="bert-large/cuml as python models (default for cpu) or onnxruntime/fil (default for gpu)")
+    p.add_argument("--artifacts", type=Path, default=None,
+                   help="cache of trained artifacts (default: ~/.cache/triton-textops/examples)")
+    p.add_argument("--retrain", action="store_true", help="train again even if cached artifacts exist")
+    p.add_argument("--limit", type=int, default=None, help="use only this many texts (quick runs)")
+    p.add_argument("--encoder-train", type=int, default=None,
+                   help="training texts embedded for the BERT head (default 1000; the encoder dominates)")
+    p.add_argument("--instances", type=int, default=1, help="instances of every model")
+
+
+def build(args: argparse.Namespace, directory: Path, out: object = sys.stdout) -> tuple[Path, dict]:
+    """Train or reuse the artifacts and write the repository; print progress and timings to ``out``."""
+    from triton_textops.examples import readability as rd
+
+    cfg = rd.TrainConfig()
+    if args.limit:
+        cfg.limit = args.limit
+    if args.encoder_train:
+        cfg.encoder_train = args.encoder_train
+    cache = args.artifacts or default_cache()
+    if args.retrain:
+        shutil.rmtree(Path(cache) / f"artifacts-{cfg.key()}", ignore_errors=True)
+    t0 = time.monotonic()
+    artifacts, report, trained = rd.cached_artifacts(cache, cfg, out=out)
+    how = f"trained in {time.monotonic() - t0:.1f} s" if trained else "reused from the cache; --retrain to train again"
+    print(f"artifacts: {artifacts} ({how})", file=out)
+    print(rd.format_report(report), file=out)
+    backends = args.backends or ("native" if args.device == "gpu" else "python")
+    repo = rd.build_repository(directory, artifacts, device=args.device, backends=backends, instances=args.instances)
+    print(f"repository: {repo} (device {args.device}, {backends} backends for bert-large/cuml)", file=out, flush=True)
+    return repo, report
+
+
+def run(args: argparse.Namespace) -> int:
+    repo, _ = build(args, Path(args.directory))
+    backends = args.backends or ("native" if args.device == "gpu" else "python")
+    if backends == "python":
+        from triton_textops.examples.readability import RUNTIME_PACKAGES
+
+        print("its python models need " + " and ".join(RUNTIME_PACKAGES) + " next to numpy<2 in the stub's "
+              f"environment; `triton-textops demo --repository {repo}` sets that up and serves it")
+    return 0
