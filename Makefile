@@ -13,7 +13,7 @@ $(PY):
 
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,server]'
+	$(PY) -m pip install -q -e '.[dev,server,example]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -22,6 +22,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q tests
 
+# make demo [ARGS=excerpts.txt | ARGS=-]: train (cached in .cache/demo), serve in a real tritonserver, score
 demo: $(STAMP)
 	$(PY) -m triton_textops.cli demo $(ARGS)
 
