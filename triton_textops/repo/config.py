@@ -155,8 +155,29 @@ def _ints_everywhere(obj: Any) -> Any:
 
 
 def config_to_text(config: Any) -> str:
-    """Render a ``ModelConfig`` (or dict) as pbtxt text."""
-    return _text_format().MessageToString(_as_message(config))
+    """Render a ``ModelConfig`` (or dict) as pbtxt text.
+
+    Top-level fields come in the schema's declaration order (``name``, ``platform``, ``backend``,
+    ``runtime``, ``version_policy``, ``max_batch_size``, ``input``, ``output``, ...) as people write
+    them, rather than protobuf's field-number order that would put ``backend`` last.
+    """
+    msg = _as_message(config)
+    text_format = _text_format()
+    set_fields = {fd.name for fd, _ in msg.ListFields()}
+    parts = []
+    for fd in msg.DESCRIPTOR.fields:
+        if fd.name not in set_fields:
+            continue
+        single = type(msg)()
+        repeated = fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == fd.LABEL_REPEATED
+        if repeated:
+            getattr(single, fd.name).MergeFrom(getattr(msg, fd.name))
+        elif fd.message_type is not None:
+            getattr(single, fd.name).CopyFrom(getattr(msg, fd.name))
+        else:
+            setattr(single, fd.name, getattr(msg, fd.name))
+        parts.append(text_format.MessageToString(single))
+    return "".join(parts)
 
 
 def write_config(config: Any, path: str | os.PathLike[str]) -> Path:

@@ -1,0 +1,334 @@
+"""The ``ensemble_all`` repository generator: configs, files, CPU/GPU switch, errors, and that it runs."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+import struct
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from triton_textops import BertTokenizer, ReadabilityFeatures, blend_scores
+from triton_textops.cli import main
+from triton_textops.repo.config import config_to_text, load_config, model_config_pb2, parse_config_text
+from triton_textops.repo.generate import (
+    ENSEMBLE,
+    MODELS,
+    SAMPLE_EXCERPT,
+    RepositoryError,
+    bundled_vocab,
+    create_repository,
+    plan_repository,
+)
+from triton_textops.testing import load_model, run_ensemble
+from triton_textops.testing import pb_utils as pb
+from triton_textops.triton.params import resolve_path
+
+from .conftest import austen
+
+MEMBERS = [m for m in MODELS if m != ENSEMBLE]
+KIND_GPU, KIND_CPU = 1, 2  # ModelInstanceGroup.Kind
+
+
+def files_of(root: Path) -> dict[str, Path]:
+    return {str(p.relative_to(root)): p for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def param(cfg, key: str) -> str:
+    return cfg.parameters[key].string_value
+
+
+@pytest.fixture
+def kw(vocab, features_artifact):
+    return {"vocab": vocab, "features": features_artifact}
+
+
+@pytest.fixture
+def fake_files(tmp_path):
+    onnx = tmp_path / "bert.onnx"
+    onnx.write_bytes(b"onnx-bytes")
+    pt = tmp_path / "bert.pt"
+    pt.write_bytes(b"torchscript-bytes")
+    tl = tmp_path / "forest.tl"
+    tl.write_bytes(b"treelite-bytes")
+    return {"onnx": onnx, "pt": pt, "tl": tl}
+
+
+@pytest.mark.parametrize("backends", ["native", "python"])
+def test_configs_round_trip_and_match_the_plan(tmp_path, kw, fake_files, backends):
+    model = fake_files["onnx"]
+    plan = plan_repository(**kw, backends=backends, bert_model=model, forest=fake_files["tl"], warmup=True)
+    root = create_repository(tmp_path / "repo", **kw, backends=backends, bert_model=model,
+                             forest=fake_files["tl"], warmup=True)
+    assert sorted(p.name for p in root.iterdir()) == sorted(MODELS)
+    for name, msg in plan.configs.items():
+        assert isinstance(msg, model_config_pb2().ModelConfig)
+        text = (root / name / "config.pbtxt").read_text()
+        assert load_config(root / name) == msg, name
+        assert config_to_text(parse_config_text(text)) == text  # stable rendering
+        assert text.startswith(f'name: "{name}"\n')
+        assert (root / name / "1").is_dir()  # every model (the ensemble too) has a version directory
+
+
+def test_seed_layout_native(tmp_path, kw, fake_files):
+    root = create_repository(tmp_path / "r", **kw, bert_model=fake_files["pt"], forest=fake_files["tl"],
+                             max_batch_size=16, max_length=64, instances=2, max_queue_delay_us=250)
+    width = ReadabilityFeatures.load(kw["features"]).n_features
+    pre = load_config(root / "preprocess")
+    assert pre.backend == "python" and pre.max_batch_size == 16
+    assert [(i.name, list(i.dims)) for i in pre.input] == [("INPUT0", [1])]
+    assert [(o.name, list(o.dims)) for o in pre.output] == [("BERT_IDS", [64]), ("BERT_AM", [64]),
+                                                            ("TREE_FEATS", [width])]
+    assert param(pre, "vocab") == "$$TRITON_MODEL_DIRECTORY/vocab.txt"
+    assert param(pre, "features") == "$$TRITON_MODEL_DIRECTORY/features.json"
+    assert param(pre, "max_length") == "64"
+    assert (root / "preprocess" / "vocab.txt").read_bytes() == Path(kw["vocab"]).read_bytes()
+    assert (root / "preprocess" / "features.json").read_bytes() == Path(kw["features"]).read_bytes()
+    assert (root / "preprocess" / "1" / "model.py").read_text().startswith(
+        "from triton_textops.models.preprocess import TritonPythonModel")
+
+    bert = load_config(root / "bert-large")
+    assert bert.backend == "pytorch" and not bert.parameters
+    assert [(i.name, i.data_type, list(i.dims)) for i in bert.input] == [
+        ("INPUT__0", 9, [64]), ("INPUT__1", 9, [64])]  # TYPE_INT64
+    assert [(o.name, o.data_type, list(o.dims)) for o in bert.output] == [("OUTPUT__0", 11, [1])]  # TYPE_FP32
+    assert (root / "bert-large" / "1" / "model.pt").read_bytes() == b"torchscript-bytes"
+
+    cuml = load_config(root / "cuml")
+    assert cuml.backend == "fil"
+    assert {k: v.string_value for k, v in cuml.parameters.items()} == {
+        "model_type": "treelite_checkpoint", "is_classifier": "false", "output_class": "false"}
+    assert [(i.name, list(i.dims)) for i in cuml.input] == [("input__0", [width])]
+    assert [(o.name, list(o.dims)) for o in cuml.output] == [("output__0", [1])]
+    assert (root / "cuml" / "1" / "checkpoint.tl").read_bytes() == b"treelite-bytes"
+
+    post = load_config(root / "postprocess")
+    assert [i.name for i in post.input] == ["BERT_WEIGHT_INPUT", "BERT_LARGE_SCORE", "CUML_SCORE"]
+    assert [o.name for o in post.output] == ["OUTPUT0"]
+
+    for name in MEMBERS:
+        cfg = load_config(root / name)
+        assert [(g.count, g.kind) for g in cfg.instance_group] == [(2, KIND_CPU)]
+        assert cfg.dynamic_batching.max_queue_delay_microseconds == 250
+        assert (param(cfg, "FORCE_CPU_ONLY_INPUT_TENSORS") == "no") == (cfg.backend == "python")
+        assert "EXECUTION_ENV_PATH" not in cfg.parameters and not cfg.model_warmup
+
+    ens = load_config(root / ENSEMBLE)
+    assert ens.platform == "ensemble" and not ens.backend and not ens.instance_group
+    assert ens.max_batch_size == 16
+    assert [(i.name, i.data_type, list(i.dims)) for i in ens.input] == [("excerpt", 13, [1]), ("BERT_WEIGHT", 11, [1])]
+    assert [(o.name, o.data_type) for o in ens.output] == [("SCORE", 11)]
+    assert [s.model_name for s in ens.ensemble_scheduling.step] == ["preprocess", "bert-large", "cuml", "postprocess"]
+
+
+def test_onnx_model_selects_onnxruntime(tmp_path, kw, fake_files):
+    root = create_repository(tmp_path / "r", **kw, bert_model=fake_files["onnx"])
+    assert load_config(root / "bert-large").backend == "onnxruntime"
+    assert (root / "bert-large" / "1" / "model.onnx").read_bytes() == b"onnx-bytes"
+    assert not (root / "cuml" / "1" / "checkpoint.tl").exists()  # no forest given: config only
+
+
+def test_cpu_and_gpu_repositories_differ_only_in_instance_group_kind(tmp_path, kw, fake_files):
+    opts = dict(kw, bert_model=fake_files["pt"], forest=fake_files["tl"], warmup=True, instances=3)
+    cpu = files_of(create_repository(tmp_path / "cpu", device="cpu", **opts))
+    gpu = files_of(create_repository(tmp_path / "gpu", device="gpu", **opts))
+    assert set(cpu) == set(gpu)
+    changed = {}
+    for rel in cpu:
+        a, b = cpu[rel].read_bytes(), gpu[rel].read_bytes()
+        if a != b:
+            diff = [d for d in difflib.ndiff(a.decode().splitlines(), b.decode().splitlines()) if d[:2] in ("- ", "+ ")]
+            changed[rel] = diff
+    assert sorted(changed) == sorted(f"{m}/config.pbtxt" for m in MEMBERS)
+    for rel, diff in changed.items():
+        assert diff == ["-   kind: KIND_CPU", "+   kind: KIND_GPU"], rel
+        group = load_config(gpu[rel]).instance_group
+        assert [(g.count, g.kind) for g in group] == [(3, KIND_GPU)]
+
+
+@pytest.mark.parametrize("env_kind", ["tarball", "directory"])
+def test_python_backends_env_and_stub_wiring(tmp_path, kw, fake_files, env_kind):
+    if env_kind == "tarball":
+        (tmp_path / "envsrc").mkdir()
+        (tmp_path / "envsrc" / "marker").write_text("x")
+        env = tmp_path / "custom_env.tar.gz"
+        with tarfile.open(env, "w:gz") as tar:
+            tar.add(tmp_path / "envsrc", arcname=".")
+    else:
+        env = tmp_path / "custom_env"
+        (env / "bin").mkdir(parents=True)
+        (env / "bin" / "python3").write_text("#!/bin/sh\n")
+    stub = tmp_path / "my_stub"
+    stub.write_bytes(b"\x7fELF-stub")
+    stub.chmod(0o600)
+    root = create_repository(tmp_path / "r", **kw, backends="python", bert_model=fake_files["onnx"],
+                             forest=fake_files["tl"], env=env, stub=stub)
+    bert, cuml = load_config(root / "bert-large"), load_config(root / "cuml")
+    assert bert.backend == cuml.backend == "python"
+    assert param(bert, "model") == "$$TRITON_MODEL_DIRECTORY/model.onnx"
+    assert (root / "bert-large" / "model.onnx").read_bytes() == b"onnx-bytes"
+    assert param(cuml, "checkpoint") == "$$TRITON_MODEL_DIRECTORY/checkpoint.tl"
+    assert (root / "cuml" / "checkpoint.tl").read_bytes() == b"treelite-bytes"
+    modules = {"preprocess": "preprocess", "postprocess": "postprocess", "bert-large": "onnx_regressor",
+               "cuml": "forest"}
+    for name, module in modules.items():
+        d = root / name
+        assert (d / "1" / "model.py").read_text() == (
+            f"from triton_textops.models.{module} import TritonPythonModel  # noqa: F401\n")
+        cfg = load_config(d)
+        assert param(cfg, "FORCE_CPU_ONLY_INPUT_TENSORS") == "no"
+        assert param(cfg, "EXECUTION_ENV_PATH") == f"$$TRITON_MODEL_DIRECTORY/{env.name}"
+        copied = Path(resolve_path(param(cfg, "EXECUTION_ENV_PATH"), str(d)))
+        assert copied == d / env.name
+        if env_kind == "tarball":
+            assert copied.read_bytes() == env.read_bytes()
+        else:
+            assert (copied / "bin" / "python3").read_text() == "#!/bin/sh\n"
+        s = d / "triton_python_backend_stub"
+        assert s.read_bytes() == b"\x7fELF-stub"
+        assert stat.S_IMODE(s.stat().st_mode) == 0o755
+    assert not (root / ENSEMBLE / "triton_python_backend_stub").exists()
+
+
+def test_errors_name_the_option(tmp_path, kw, fake_files):
+    missing = tmp_path / "nope.txt"
+    cases = [
+        (dict(kw, vocab=missing), "vocab: file not found"),
+        (dict(kw, features=missing), "features: file not found"),
+        (dict(kw, features=kw["vocab"]), "features: .* is not a features artifact"),
+        (dict(kw, bert_model=missing), "bert_model: file not found"),
+        (dict(kw, forest=missing), "forest: file not found"),
+        (dict(kw, stub=missing), "stub: file not found"),
+        (dict(kw, env=missing), "env: not found"),
+        (dict(kw, bert_model=fake_files["tl"]), "bert_model: expected a .onnx or .pt file"),
+        (dict(kw, bert_model=fake_files["pt"], backends="python"), "backends='python' runs an ONNX model"),
+        (dict(kw, device="tpu"), "device: expected 'cpu' or 'gpu'"),
+        (dict(kw, backends="triton"), "backends: expected"),
+        (dict(kw, max_batch_size=0), "max_batch_size: expected an integer >= 1"),
+        (dict(kw, instances=0), "instances: expected an integer >= 1"),
+        (dict(kw, max_length=2), "max_length: expected an integer >= 3"),
+        (dict(kw, ensemble_max_batch_size=64), r"64 exceeds the max_batch_size of 'preprocess' \(32\)"),
+        (dict(kw, member_max_batch_size={"cuml": 8}, ensemble_max_batch_size=16),
+         r"16 exceeds the max_batch_size of 'cuml' \(8\); the ensemble's max_batch_size must be <= every"),
+        (dict(kw, member_max_batch_size={"bert": 8}), "member_max_batch_size: unknown model 'bert'"),
+        (dict(kw, preprocess_params={"max_length": 64}), "'max_length' is set by create_repository"),
+        (dict(kw, preprocess_params={"lowercas": "true"}), "unknown parameter 'lowercas'"),
+        (dict(kw, preprocess_params={"lowercase": False}), "the artifact is uncased but preprocess lowercase=false"),
+    ]
+    for opts, message in cases:
+        with pytest.raises(RepositoryError, match=message):
+            create_repository(tmp_path / "never", **opts)
+        assert not (tmp_path / "never").exists()  # validated before anything is written
+
+
+def test_ensemble_batch_size_is_the_smallest_members(tmp_path, kw):
+    root = create_repository(tmp_path / "r", **kw, member_max_batch_size={"cuml": 8, "preprocess": 64})
+    assert load_config(root / "cuml").max_batch_size == 8
+    assert load_config(root / "preprocess").max_batch_size == 64
+    assert load_config(root / ENSEMBLE).max_batch_size == 8
+
+
+def test_existing_repository_needs_overwrite(tmp_path, kw, fake_files):
+    root = create_repository(tmp_path / "r", **kw, bert_model=fake_files["pt"])
+    (root / "other_model").mkdir()
+    with pytest.raises(RepositoryError, match="already has model"):
+        create_repository(root, **kw)
+    create_repository(root, **kw, bert_model=fake_files["onnx"], overwrite=True)
+    assert not (root / "bert-large" / "1" / "model.pt").exists()  # the old directory was replaced
+    assert (root / "bert-large" / "1" / "model.onnx").exists()
+    assert (root / "other_model").is_dir()  # other content is left alone
+
+
+def test_preprocess_params_are_passed_through(tmp_path, kw):
+    root = create_repository(tmp_path / "r", **kw, preprocess_params={"max_text_bytes": 4096, "lowercase": True})
+    cfg = load_config(root / "preprocess")
+    assert param(cfg, "max_text_bytes") == "4096" and param(cfg, "lowercase") == "true"
+
+
+def texts(n: int, start: int = 1) -> list[bytes]:
+    return [t.encode() for t in austen()[start : start + n]]
+
+
+def test_generated_python_models_load_and_run(tmp_path, kw):
+    root = create_repository(tmp_path / "r", **kw, max_length=48, warmup=True, instances=2, max_batch_size=8)
+    batch = texts(5)
+    tok = BertTokenizer.from_vocab(kw["vocab"])
+    feats = ReadabilityFeatures.load(kw["features"])
+    with load_model(root / "preprocess") as pre:
+        assert pre.args["model_instance_name"] == "preprocess_0_0"
+        out = pre.infer({"INPUT0": np.array(batch, dtype=object).reshape(-1, 1)})
+        enc = tok.encode(batch, max_length=48)
+        np.testing.assert_array_equal(out["BERT_IDS"], enc.input_ids)
+        np.testing.assert_array_equal(out["BERT_AM"], enc.attention_mask)
+        np.testing.assert_allclose(out["TREE_FEATS"], feats.transform(batch), rtol=1e-6)
+        assert out["BERT_IDS"].dtype == np.int64 and out["TREE_FEATS"].dtype == np.float32
+        # the warmup sample is the serialized BYTES tensor Triton reads from <model>/warmup/
+        raw = (root / "preprocess" / "warmup" / "sample_excerpt").read_bytes()
+        sample = pb.deserialize_bytes_tensor(raw)
+        assert sample.tolist() == [SAMPLE_EXCERPT.encode()] and struct.unpack("<I", raw[:4])[0] == len(raw) - 4
+        warm = pre.infer({"INPUT0": sample.reshape(1, 1)})
+        assert warm["BERT_IDS"].shape == (1, 48)
+    with load_model(root / "postprocess") as post:
+        w = np.array([[0.25], [1.0]], np.float32)
+        b = np.array([[2.0], [3.0]], np.float32)
+        c = np.array([[4.0], [5.0]], np.float32)
+        got = post.infer({"BERT_WEIGHT_INPUT": w, "BERT_LARGE_SCORE": b, "CUML_SCORE": c})["OUTPUT0"]
+        np.testing.assert_allclose(got, [[3.5], [3.0]])
+
+
+def test_whole_ensemble_runs_with_callables_for_the_native_models(tmp_path, kw):
+    max_length = 40
+    root = create_repository(tmp_path / "r", **kw, max_length=max_length, device="cpu")
+
+    def bert_large(inputs):
+        ids, mask = inputs["INPUT__0"], inputs["INPUT__1"]
+        assert ids.dtype == mask.dtype == np.int64 and ids.shape[1:] == (max_length,)
+        return {"OUTPUT__0": (mask.sum(axis=1, keepdims=True) / max_length).astype(np.float32)}
+
+    def cuml(inputs):
+        x = inputs["input__0"]
+        assert x.dtype == np.float32
+        return {"output__0": x[:, :1].astype(np.float32)}  # n_words (normalized)
+
+    batch = texts(4, start=3)
+    weights = np.array([[0.0], [0.3], [0.7], [1.0]], np.float32)
+    out = run_ensemble(root, ENSEMBLE, {"excerpt": np.array(batch, dtype=object).reshape(-1, 1),
+                                        "BERT_WEIGHT": weights},
+                       models={"bert-large": bert_large, "cuml": cuml})
+    enc = BertTokenizer.from_vocab(kw["vocab"]).encode(batch, max_length=max_length)
+    bert = (enc.attention_mask.sum(axis=1, keepdims=True) / max_length).astype(np.float32)
+    tree = ReadabilityFeatures.load(kw["features"]).transform(batch)[:, :1].astype(np.float32)
+    assert out["SCORE"].shape == (4, 1) and out["SCORE"].dtype == np.float32
+    np.testing.assert_allclose(out["SCORE"], blend_scores(bert, tree, weights), rtol=1e-6)
+    np.testing.assert_allclose(out["SCORE"], weights * bert + (1 - weights) * tree, rtol=1e-5)
+
+
+def test_cli_creates_repository_with_bundled_vocab(tmp_path, features_artifact, capsys):
+    target = tmp_path / "cli_repo"
+    assert main(["repo", "create", str(target), "--device", "gpu", "--features", str(features_artifact),
+                 "--max-batch-size", "4", "--instances", "2", "--warmup"]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {target}" in out and "note: bert-large" in out and "note: cuml" in out
+    assert (target / "preprocess" / "vocab.txt").read_bytes() == bundled_vocab().read_bytes()
+    pre = load_config(target / "preprocess")
+    assert [(g.count, g.kind) for g in pre.instance_group] == [(2, KIND_GPU)] and pre.max_batch_size == 4
+    assert pre.model_warmup[0].name == "sample_excerpt"
+    # again without --overwrite: a clear error and exit status 2
+    assert main(["repo", "create", str(target), "--device", "cpu", "--features", str(features_artifact)]) == 2
+    assert "already has model(s)" in capsys.readouterr().err
+    assert main(["repo", "create", str(target), "--device", "cpu", "--features", str(features_artifact),
+                 "--overwrite"]) == 0
+    assert load_config(target / "cuml").instance_group[0].kind == KIND_CPU
+
+
+def test_cli_requires_device_and_features(tmp_path, features_artifact):
+    with pytest.raises(SystemExit):
+        main(["repo", "create", str(tmp_path / "x"), "--features", str(features_artifact)])
+    with pytest.raises(SystemExit):
+        main(["repo", "create", str(tmp_path / "x"), "--device", "cpu"])
+    assert not (tmp_path / "x").exists()
+    assert os.path.isfile(bundled_vocab())

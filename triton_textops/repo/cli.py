@@ -1,0 +1,67 @@
+"""``triton-textops repo create DIR --device cpu|gpu ...``: write the seed's ``ensemble_all`` repository."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from triton_textops.repo.generate import RepositoryError, bundled_vocab, plan_repository, write_plan
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``repo create`` with the ``triton-textops`` command line."""
+    repo = subparsers.add_parser("repo", help="model-repository tools")
+    sub = repo.add_subparsers(dest="repo_command", required=True)
+    p = sub.add_parser(
+        "create",
+        help="write the ensemble_all repository (preprocess, bert-large, cuml, postprocess)",
+        description="Write the seed's Triton repository: preprocess -> bert-large + cuml -> postprocess, "
+        "wired by the ensemble 'ensemble_all' (excerpt, BERT_WEIGHT -> SCORE). --device changes only the "
+        "instance_group kind of each model.",
+    )
+    p.add_argument("dir", help="repository directory to write")
+    p.add_argument("--device", choices=("cpu", "gpu"), required=True, help="instance_group kind of every model")
+    p.add_argument("--vocab", default=None, help="WordPiece vocab.txt (default: bundled bert-base-uncased)")
+    p.add_argument("--features", required=True, help="features artifact (triton-textops fit-features)")
+    p.add_argument("--bert-model", default=None, help="model.onnx (onnxruntime) or model.pt (pytorch)")
+    p.add_argument("--forest", default=None, help="treelite checkpoint for the FIL model 'cuml'")
+    p.add_argument("--backends", choices=("native", "python"), default="native",
+                   help="native: pytorch/onnxruntime + fil; python: our python-backend ONNX and forest models")
+    p.add_argument("--env", default=None, help="execution environment (tarball or directory) for python models")
+    p.add_argument("--stub", default=None, help="custom triton_python_backend_stub for python models")
+    p.add_argument("--instances", type=int, default=1, help="instances per model (default 1)")
+    p.add_argument("--max-batch-size", type=int, default=32, help="max_batch_size of every model (default 32)")
+    p.add_argument("--max-queue-delay-us", type=int, default=100,
+                   help="dynamic batching max_queue_delay_microseconds (default 100)")
+    p.add_argument("--warmup", action="store_true", help="add model_warmup samples")
+    p.add_argument("--max-length", type=int, default=128, help="BERT sequence length (default 128)")
+    p.add_argument("--overwrite", action="store_true", help="replace existing model directories of these names")
+    p.set_defaults(func=_create)
+
+
+def _create(args: argparse.Namespace) -> int:
+    try:
+        plan = plan_repository(
+            device=args.device,
+            vocab=args.vocab if args.vocab is not None else bundled_vocab(),
+            features=args.features,
+            bert_model=args.bert_model,
+            forest=args.forest,
+            backends=args.backends,
+            env=args.env,
+            stub=args.stub,
+            instances=args.instances,
+            max_batch_size=args.max_batch_size,
+            max_queue_delay_us=args.max_queue_delay_us,
+            warmup=args.warmup,
+            max_length=args.max_length,
+        )
+        root = write_plan(plan, args.dir, overwrite=args.overwrite)
+    except RepositoryError as exc:
+        print(f"triton-textops repo create: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {root}: {', '.join(plan.configs)} (instance_group {args.device.upper()})")
+    for note in plan.notes:
+        print(f"note: {note}")
+    return 0
