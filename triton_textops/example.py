@@ -48,9 +48,11 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instances", type=int, default=1, help="instances of every model")
 
 
-def build(args: argparse.Namespace, directory: Path, out: object = sys.stdout) -> tuple[Path, dict]:
+def build(args: argparse.Namespace, directory: Path, out: object = None) -> tuple[Path, dict]:
     """Train or reuse the artifacts and write the repository; print progress and timings to ``out``."""
     from triton_textops.examples import readability as rd
+
+    out = out or sys.stdout
 
     cfg = rd.TrainConfig()
     if args.limit:

@@ -184,7 +184,9 @@ class TrainConfig:
     blend_weight: float = DEMO_BERT_WEIGHT
 
     def key(self) -> str:
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+        """Cache key: this config and the training code (a change to either trains again)."""
+        code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+        return hashlib.sha256(json.dumps([asdict(self), code], sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass
