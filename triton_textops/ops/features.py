@@ -318,6 +318,7 @@ def _count_distinct(xp: ModuleType, data: Any, start: Any, length: Any, text: An
 _SLOT_MIX = 0xD6E8FEB86659FD93  # odd multiplier spreading hashes over the slots
 _K1, _K2, _K3 = 0x9FB21C651E98DF25, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9  # odd key multipliers
 _TEXT_MIX = 0x9E3779B97F4A7C15  # odd multiplier mixing the text index into a word's hash
+_MARK_LIMIT = 1 << 22  # largest (texts x table words) bitmap used to count distinct table words
 _DISTINCT_SLOTS = 2  # slots per word in the distinct-word grouping table (rounded up to a power of 2)
 
 
@@ -645,7 +646,17 @@ class ReadabilityFeatures:
         has_col = xp.flatnonzero(col >= 0)
         flat = xp.concatenate([ftext[stop_of] * width + 5, ftext[has_col] * width + n_base + col[has_col]])
         out = _bincount(xp, flat, n * width).reshape(n, width).astype(np.float32)
-        n_distinct = _count_distinct(xp, pre.data, ws, wl, wtext, skey, head, n)
+        # distinct words: table words exactly by (text, table index), the others by byte-checked grouping
+        size = table.size
+        if n * size <= _MARK_LIMIT:
+            mark = xp.zeros(n * size, dtype=bool)
+            mark[ftext * size + fhit] = True
+            rest = xp.flatnonzero(hit < 0)
+            n_distinct = mark.reshape(n, size).sum(axis=1, dtype=np.int64) + _count_distinct(
+                xp, pre.data, ws[rest], wl[rest], wtext[rest], skey[rest], head[rest], n
+            )
+        else:
+            n_distinct = _count_distinct(xp, pre.data, ws, wl, wtext, skey, head, n)
         n_sent = self._sentences(pre, wcs, words8)
 
         nw = n_words.astype(np.float32)
