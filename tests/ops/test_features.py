@@ -227,7 +227,7 @@ def test_save_load_round_trip(fitted, austen_split, tmp_path):
     path = tmp_path / "features.json"
     impl.save(path)
     d = json.loads(path.read_text("utf-8"))
-    assert d["format"] == ARTIFACT_FORMAT and d["version"] == 1 and d["lowercase"] is True
+    assert d["format"] == ARTIFACT_FORMAT and d["version"] == 1 and d["lowercase"] is True and d["n"] == 100
     assert d["stopwords"]["name"] == "nltk-179" and len(d["stopwords"]["words"]) == 179
     back = ReadabilityFeatures.load(path)
     assert back.common == impl.common and back.rare == impl.rare and back.stopwords == impl.stopwords
@@ -255,6 +255,9 @@ def _corrupt(d: dict, how: str) -> dict:
         d["common"][0] = 5
     elif how == "n_mismatch":
         d["n_common"] = 3
+        d["n"] = None
+    elif how == "n_spec":
+        d["n"] = 99
     elif how == "names":
         d["feature_names"][8] = "common:zzz"
     elif how == "casing":
@@ -272,6 +275,7 @@ def _corrupt(d: dict, how: str) -> dict:
         ("std_zero", "std finite and > 0"),
         ("words_type", "lists of strings"),
         ("n_mismatch", "do not match the word lists"),
+        ("n_spec", r"n \(99\) does not match"),
         ("names", "feature_names"),
         ("casing", "casing"),
     ],

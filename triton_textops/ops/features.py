@@ -478,6 +478,7 @@ class ReadabilityFeatures:
             "version": ARTIFACT_VERSION,
             "lowercase": self.lowercase,
             "casing": "uncased" if self.lowercase else "cased",
+            "n": self.n_common if self.n_common == self.n_rare else None,  # the spec's N
             "n_common": self.n_common,
             "n_rare": self.n_rare,
             "stopwords": {"name": self.stopwords_name, "words": self.stopwords},
@@ -523,6 +524,8 @@ class ReadabilityFeatures:
             raise bad("'common' and 'rare' must be lists of strings")
         if n_common != len(common) or n_rare != len(rare):
             raise bad(f"n_common/n_rare ({n_common}/{n_rare}) do not match the word lists ({len(common)}/{len(rare)})")
+        if d.get("n") is not None and not (d["n"] == n_common == n_rare):
+            raise bad(f"n ({d['n']}) does not match n_common/n_rare ({n_common}/{n_rare})")
         k = len(BASE_FEATURES) + len(common) + len(rare)
         for name, vals in (("mean", mean), ("std", std)):
             if (
