@@ -37,12 +37,13 @@ def test_member_input_error_names_step_and_tensor():
         return {"SCORE": (inputs["LENS_IN"] > 5).astype(np.float64)}
 
     with pytest.raises(EnsembleError) as info:
-        run_ensemble(REPO, "ens", {"TEXT": ["a"]}, models={"mid": wrong_dtype})
+        run_ensemble(REPO, "ens", {"TEXT": ["a"]}, models={"mid": wrong_dtype}, request_id="r-9")
     err = info.value
     assert err.step == 0 and err.model == "post" and err.tensor == "scores"
+    # the step request carries the ensemble request's id, as in the server's ensemble scheduler
     assert str(err) == (
-        "in ensemble 'ens', step 0 (model 'post'): inference input 'SCORE' data-type is 'FP64', but model 'post' "
-        "expects 'FP32' (ensemble tensor 'scores')"
+        "in ensemble 'ens', step 0 (model 'post'): [request id: r-9] inference input 'SCORE' data-type is 'FP64', "
+        "but model 'post' expects 'FP32' (ensemble tensor 'scores')"
     )
 
 
@@ -53,8 +54,13 @@ def test_missing_member_output_is_named():
 
 
 def test_ensemble_inputs_are_validated():
-    with pytest.raises(EnsembleError, match="inference input 'TEXT' data-type is 'INT64', but model 'ens' expects 'BYTES'"):
+    with pytest.raises(
+        EnsembleError,
+        match=r"^\[request id: <id_unknown>\] inference input 'TEXT' data-type is 'INT64', but model 'ens' expects",
+    ):
         run_ensemble(REPO, "ens", {"TEXT": np.array([1, 2])}, models={"mid": _mid})
+    with pytest.raises(EnsembleError, match="input 'TEXT': a NumPy unicode array .* send bytes or an object array"):
+        run_ensemble(REPO, "ens", {"TEXT": np.array(["a"])}, models={"mid": _mid})
 
 
 def test_unconnected_tensor_is_reported(tmp_path):

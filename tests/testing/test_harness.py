@@ -65,20 +65,23 @@ def test_outputs_not_in_config_are_pruned(triton_model):
     [
         (
             {"INPUT0": np.ones(4, np.float32)},
-            "expected 2 inputs but got 1 inputs for model 'add_sub'. Got input(s) ['INPUT0'], but missing required "
+            "[request id: <id_unknown>] expected 2 inputs but got 1 inputs for model 'add_sub'. Got input(s) "
+            "['INPUT0'], but missing required "
             "input(s) ['INPUT1']. Please provide all required input(s).",
         ),
         (
             {"INPUT0": np.ones(4, np.float64), "INPUT1": np.ones(4, np.float32)},
-            "inference input 'INPUT0' data-type is 'FP64', but model 'add_sub' expects 'FP32'",
+            "[request id: <id_unknown>] inference input 'INPUT0' data-type is 'FP64', but model 'add_sub' expects "
+            "'FP32'",
         ),
         (
             {"INPUT0": np.ones(5, np.float32), "INPUT1": np.ones(4, np.float32)},
-            "unexpected shape for input 'INPUT0' for model 'add_sub'. Expected [4], got [5]. ",
+            "[request id: <id_unknown>] unexpected shape for input 'INPUT0' for model 'add_sub'. Expected [4], "
+            "got [5]. ",
         ),
         (
             {"INPUT0": np.ones(4, np.float32), "OTHER": np.ones(4, np.float32)},
-            "unexpected inference input 'OTHER' for model 'add_sub'",
+            "unexpected inference input 'OTHER' for model 'add_sub'",  # from the model lookup: no request id
         ),
     ],
 )
@@ -94,7 +97,7 @@ def test_batch_dimension_rules(triton_model):
     h = triton_model(MODELS / "bytes_echo")  # max_batch_size 8, dims [-1]
     with pytest.raises(InferError, match=r"Expected \[-1,-1\], got \[3\]\. NOTE: Setting a non-zero max_batch_size"):
         h.infer({"TEXT": np.array(["a", "b", "c"], dtype=object)})
-    with pytest.raises(InferError, match="^inference request batch-size must be <= 8 for 'bytes_echo'$"):
+    with pytest.raises(InferError, match=r"^\[request id: <id_unknown>\] inference request batch-size must be <= 8 for 'bytes_echo'$"):
         h.infer({"TEXT": np.array([["a"]] * 9, dtype=object)})
     with pytest.raises(InferError, match=r"^\[request id: r1\] inference input 'TEXT' data-type is 'INT32'"):
         h.infer({"TEXT": np.zeros((1, 2), np.int32)}, request_id="r1")
@@ -281,3 +284,21 @@ def test_get_model_dir_and_finalize(tmp_path):
     h.finalize()
     assert h.module.FINALIZED == [True]
     assert not pb.is_model_ready("probe")
+
+
+def test_unicode_numpy_arrays_are_refused_like_tritonclient(triton_model):
+    h = triton_model(MODELS / "bytes_echo")
+    with pytest.raises(InferError, match=r"^input 'TEXT': a NumPy unicode array \(dtype <U2\) cannot be sent") as info:
+        h.infer({"TEXT": np.array([["ab"]])})
+    assert "send bytes or an object array" in str(info.value) and info.value.code == pb.TritonError.INVALID_ARG
+    out = h.infer({"TEXT": np.array([["ab"]], dtype=object)})  # object arrays (str or bytes) and lists are fine
+    assert out["UPPER"].tolist() == [[b"AB"]]
+
+
+def test_model_config_json_keys_follow_the_schema_declaration_order(triton_model):
+    h = triton_model(MODELS / "add_sub")
+    cfg = json.loads(h.args["model_config"])
+    assert list(cfg)[:8] == ["name", "platform", "backend", "runtime", "version_policy", "max_batch_size", "input",
+                             "output"]
+    assert list(cfg["input"][0])[:4] == ["name", "data_type", "format", "dims"]
+    assert list(cfg["instance_group"][0])[:3] == ["name", "kind", "count"]

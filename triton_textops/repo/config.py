@@ -376,7 +376,34 @@ def config_to_json_dict(config: Any) -> dict[str, Any]:
     for warm in d.get("model_warmup", []):
         for inp in warm.get("inputs", {}).values():
             _fix_int_array(inp, "dims")
-    return d
+    return _in_declaration_order(d, msg.DESCRIPTOR)
+
+
+def _in_declaration_order(d: dict[str, Any], descriptor: Any) -> dict[str, Any]:
+    """Keys in the schema's declaration order, as the server's C++ JSON printer writes them.
+
+    (Python's ``MessageToDict`` puts set fields first, in field-number order.) Map entries keep the
+    config's order; the server prints a protobuf ``Map`` in its own hash order, which is not emulated.
+    """
+    out: dict[str, Any] = {}
+    for fd in descriptor.fields:
+        if fd.name not in d:
+            continue
+        value = d[fd.name]
+        sub = fd.message_type
+        if sub is not None:
+            if sub.GetOptions().map_entry:
+                vsub = sub.fields_by_name["value"].message_type
+                if vsub is not None:
+                    value = {k: _in_declaration_order(v, vsub) for k, v in value.items()}
+            elif isinstance(value, list):
+                value = [_in_declaration_order(v, sub) if isinstance(v, dict) else v for v in value]
+            elif isinstance(value, dict):
+                value = _in_declaration_order(value, sub)
+        out[fd.name] = value
+    for key, value in d.items():  # nothing else is expected; keep it rather than drop it
+        out.setdefault(key, value)
+    return out
 
 
 def config_to_json(config: Any) -> str:

@@ -21,6 +21,7 @@ from triton_textops.testing.harness import (
     _client_array,
     _protocol_of_array,
     load_model,
+    reject_unicode_array,
     validate_request,
 )
 
@@ -48,14 +49,17 @@ class EnsembleError(RuntimeError):
         self.error = error or pb.TritonError(message, pb.TritonError.INVALID_ARG)
 
 
-def _array_to_tensor(name: str, value: Any) -> pb.Tensor:
+def _array_to_tensor(name: str, value: Any, client: bool = False) -> pb.Tensor:
+    """``value`` as a tensor; ``client``: an ensemble input, checked like a client's (no ``<U`` arrays)."""
     if type(value).__module__.split(".")[0] == "cupy":
         code = _protocol_of_array(value)
         return pb.make_input_tensor(name, value, code, gpu=True, device_id=int(value.device.id))
     import numpy as np  # noqa: PLC0415
 
+    if client:
+        reject_unicode_array(name, value)
     arr = value if isinstance(value, np.ndarray) else np.asarray(value)
-    if arr.dtype.kind == "U":
+    if arr.dtype.kind == "U":  # a list of str, or a member callable's output: BYTES
         arr = arr.astype(np.object_)
     return pb.make_input_tensor(name, arr, _protocol_of_array(arr), gpu=False)
 
@@ -79,10 +83,12 @@ def run_ensemble(
     placement: str = "cpu",
     models: Mapping[str, MemberFn] | None = None,
     requested_outputs: list[str] | None = None,
+    request_id: str = "",
 ) -> dict[str, Any]:
     """Execute ensemble ``ensemble_name`` of ``repository`` on ``inputs``; return its outputs (NumPy).
 
     Raises :class:`EnsembleError` naming the step, the model and the tensor when something fails.
+    ``request_id`` is the client's id; like the server, every step request carries it.
     """
     repo = Path(repository)
     ens_dir = repo / ensemble_name
@@ -100,10 +106,10 @@ def run_ensemble(
     members = dict(models or {})
 
     # Client-side request to the ensemble, validated like any request.
-    tensors: dict[str, pb.Tensor] = {name: _array_to_tensor(name, value) for name, value in inputs.items()}
-    shapes = {n: (pb.dtype_code_of(t), t.shape()) for n, t in tensors.items()}
     try:
-        validate_request(ens_cfg, shapes, requested_outputs)
+        tensors = {name: _array_to_tensor(name, value, client=True) for name, value in inputs.items()}
+        shapes = {n: (pb.dtype_code_of(t), t.shape()) for n, t in tensors.items()}
+        validate_request(ens_cfg, shapes, requested_outputs, request_id)
     except InferError as exc:
         raise EnsembleError(exc.error.message(), error=exc.error) from None
 
@@ -126,7 +132,7 @@ def run_ensemble(
                 )
             i, step = ready[0]
             steps.remove((i, step))
-            produced = _run_step(repo, ensemble_name, i, step, tensors, members, harnesses, placement)
+            produced = _run_step(repo, ensemble_name, i, step, tensors, members, harnesses, placement, request_id)
             tensors.update(produced)
     finally:
         for h in harnesses.values():
@@ -152,6 +158,7 @@ def _run_step(
     members: dict[str, MemberFn],
     harnesses: dict[str, ModelHarness],
     placement: str,
+    request_id: str = "",
 ) -> dict[str, pb.Tensor]:
     model = step["model_name"]
     input_map: dict[str, str] = dict(step.get("input_map", {}))
@@ -197,6 +204,7 @@ def _run_step(
         inputs=[_renamed(tensors[src], m_in) for m_in, src in input_map.items()],
         requested_output_names=list(output_map),
         model_name=model,
+        request_id=request_id,
     )
     try:
         responses = h.execute([req])

@@ -28,7 +28,15 @@ from triton_textops.ops.xp import _cupy
 from triton_textops.repo import config as cfgmod
 from triton_textops.testing import pb_utils as pb
 
-__all__ = ["load_model", "ModelHarness", "ModelLoadError", "InferError", "PLACEMENTS"]
+__all__ = [
+    "load_model",
+    "ModelHarness",
+    "ModelLoadError",
+    "InferError",
+    "PLACEMENTS",
+    "validate_request",
+    "server_input_order",
+]
 
 PLACEMENTS = ("cpu", "gpu", "mixed")
 
@@ -58,9 +66,9 @@ def _dims_str(dims: Sequence[int]) -> str:
 
 
 def _protocol_of_array(arr: Any) -> int:
-    """Triton DataType code a client would send for ``arr`` (``U``/``S``/object -> BYTES)."""
+    """Triton DataType code a client would send for ``arr`` (``S``/object -> BYTES)."""
     dt = np.dtype(arr.dtype)
-    if dt.kind in ("U", "S", "O"):
+    if dt.kind in ("S", "O"):
         return _TYPE_STRING
     code = pb.numpy_to_triton_type(dt)
     if code is None:
@@ -68,9 +76,84 @@ def _protocol_of_array(arr: Any) -> int:
     return code
 
 
+def reject_unicode_array(name: str, arr: Any) -> None:
+    """A NumPy ``<U`` array cannot be sent by tritonclient (``np_to_triton_dtype`` has no type for it)."""
+    if isinstance(arr, np.ndarray) and arr.dtype.kind == "U":
+        raise InferError(
+            pb.TritonError(
+                f"input '{name}': a NumPy unicode array (dtype {arr.dtype.str}) cannot be sent to Triton "
+                "(tritonclient rejects it); send bytes or an object array, e.g. "
+                "np.array([s.encode() for s in texts], dtype=object)",
+                pb.TritonError.INVALID_ARG,
+            )
+        )
+
+
 def _gpu_device_count() -> int:
     cp = _cupy()
     return 0 if cp is None else int(cp.cuda.runtime.getDeviceCount())
+
+
+# --------------------------------------------------------------------------- server input order
+#
+# CORE keeps a request's inputs in ``std::unordered_map<std::string, Input> original_inputs_`` and walks
+# that map for the "Got input(s) [...]" list, the batch-size check and the per-input dtype/shape checks,
+# so which input an error names follows libstdc++'s hash-table iteration order, not the client's order.
+# ``server_input_order`` reproduces it: std::hash<std::string> (``_Hash_bytes``, 64-bit Murmur2 variant,
+# seed 0xc70f6907), prime bucket counts of ``_Prime_rehash_policy`` (max load factor 1), a new node goes
+# to the front of its bucket or, in an empty bucket, to the front of the list, and a rehash re-inserts
+# the nodes in list order by the same rule. Checked against g++ 12 and against tritonserver 2.51.
+
+_M64 = (1 << 64) - 1
+_HASH_MUL = (0xC6A4A793 << 32) + 0x5BD1E995
+_HASH_SEED = 0xC70F6907
+# bucket counts an unordered_map grows through when filled one element at a time (libstdc++)
+_BUCKET_COUNTS = (13, 29, 59, 127, 257, 541, 1109, 2357, 5087, 10273, 20753, 42043, 85229, 172933, 351061)
+
+
+def _shift_mix(v: int) -> int:
+    return v ^ (v >> 47)
+
+
+def cxx_string_hash(data: bytes) -> int:
+    """libstdc++ ``std::hash<std::string>`` on 64-bit Linux (``std::_Hash_bytes``)."""
+    n = len(data)
+    aligned = n & ~7
+    h = _HASH_SEED ^ ((n * _HASH_MUL) & _M64)
+    for i in range(0, aligned, 8):
+        d = (_shift_mix((int.from_bytes(data[i : i + 8], "little") * _HASH_MUL) & _M64) * _HASH_MUL) & _M64
+        h = ((h ^ d) * _HASH_MUL) & _M64
+    if n & 7:
+        h = ((h ^ int.from_bytes(data[aligned:], "little")) * _HASH_MUL) & _M64
+    h = (_shift_mix(h) * _HASH_MUL) & _M64
+    return _shift_mix(h)
+
+
+def server_input_order(names: Sequence[str]) -> list[str]:
+    """Iteration order of a ``std::unordered_map<std::string, ...>`` filled with ``names`` in order."""
+    order: list[str] = []
+    codes: dict[str, int] = {}
+    buckets = 0
+    for name in names:
+        if name in codes:
+            continue
+        if len(order) + 1 > buckets:
+            fits = [b for b in _BUCKET_COUNTS if b >= len(order) + 1]
+            if not fits:  # beyond any real request; keep the client's order
+                return list(dict.fromkeys(names))
+            buckets = fits[0]
+            rehashed: list[str] = []
+            head: dict[int, str] = {}
+            for node in order:
+                b = codes[node] % buckets
+                rehashed.insert(rehashed.index(head[b]) if b in head else 0, node)
+                head[b] = node
+            order = rehashed
+        code = codes[name] = cxx_string_hash(name.encode("utf-8", "surrogatepass"))
+        b = code % buckets
+        first = next((x for x in order if codes[x] % buckets == b), None)
+        order.insert(order.index(first) if first is not None else 0, name)
+    return order
 
 
 def validate_request(
@@ -81,25 +164,35 @@ def validate_request(
 ) -> None:
     """CORE ``InferenceRequest::Normalize`` checks, in the same order and wording (2.51).
 
-    ``shapes`` maps input name -> (Triton DataType code, full shape). Raises :class:`InferError`.
+    ``shapes`` maps input name -> (Triton DataType code, full shape), in the order the client added
+    them. Raises :class:`InferError`. Like the server: request checks carry ``[request id: <id>] ``
+    (``<id_unknown>`` without an id); the unknown-output and unknown-input errors come from the model
+    lookup and carry none; inputs are visited in :func:`server_input_order`; requested outputs are a
+    ``std::set`` (sorted).
     """
     model = config["name"]
     inputs_cfg = {io["name"]: io for io in config.get("input", [])}
     outputs_cfg = {io["name"] for io in config.get("output", [])}
-    prefix = f"[request id: {request_id}] " if request_id else ""
+    prefix = f"[request id: {request_id or '<id_unknown>'}] "
     inv = pb.TritonError.INVALID_ARG
 
-    def fail(msg: str) -> None:
-        raise InferError(pb.TritonError(prefix + msg, inv))
+    def fail(msg: str, with_prefix: bool = True) -> None:
+        raise InferError(pb.TritonError((prefix if with_prefix else "") + msg, inv))
 
-    for out in requested or []:
+    def lookup(name: str) -> Mapping[str, Any]:
+        if name not in inputs_cfg:
+            fail(f"unexpected inference input '{name}' for model '{model}'", with_prefix=False)
+        return inputs_cfg[name]
+
+    for out in sorted(set(requested or []), key=lambda n: n.encode()):
         if out not in outputs_cfg:
-            fail(f"unexpected inference output '{out}' for model '{model}'")
+            fail(f"unexpected inference output '{out}' for model '{model}'", with_prefix=False)
+    order = server_input_order(list(shapes))
     cfg_inputs = config.get("input", [])
     required = [io["name"] for io in cfg_inputs if not io.get("optional", False)]
     if len(shapes) > len(cfg_inputs) or len(shapes) < len(required):
         missing = [n for n in required if n not in shapes]
-        got = "[" + ",".join(f"'{n}'" for n in shapes) + "]"
+        got = "[" + ",".join(f"'{n}'" for n in order) + "]"
         miss = "[" + ",".join(f"'{n}'" for n in missing) + "]"
         if missing == []:
             miss = "]"  # the server pops the "[" when nothing is missing
@@ -113,14 +206,12 @@ def validate_request(
             f"inputs for model '{model}'. Got input(s) {got}, but missing required input(s) {miss}. "
             "Please provide all required input(s)."
         )
-    for name in shapes:
-        if name not in inputs_cfg:
-            fail(f"unexpected inference input '{name}' for model '{model}'")
     mbs = int(config.get("max_batch_size", 0))
     batch = 0
     if mbs > 0:
-        for name, (_, shape) in shapes.items():
-            if inputs_cfg[name].get("is_shape_tensor"):
+        for name in order:
+            shape = shapes[name][1]
+            if lookup(name).get("is_shape_tensor"):
                 continue
             if len(shape) == 0:
                 fail(f"input '{name}' has no shape but model requires batch dimension for '{model}'")
@@ -130,8 +221,9 @@ def validate_request(
                 fail(f"input '{name}' batch size does not match other inputs for '{model}'")
     if batch > mbs:
         fail(f"inference request batch-size must be <= {mbs} for '{model}'")
-    for name, (code, shape) in shapes.items():
-        io = inputs_cfg[name]
+    for name in order:
+        code, shape = shapes[name]
+        io = lookup(name)
         want = io["data_type"].replace("TYPE_", "")
         want = "BYTES" if want == "STRING" else want
         if pb.protocol_dtype_name(code) != want:
@@ -377,8 +469,7 @@ class ModelHarness:
         if _is_cupy(value):
             return value
         if isinstance(value, np.ndarray):
-            if value.dtype.kind == "U":
-                return value.astype(np.object_)
+            reject_unicode_array(name, value)
             return value
         if isinstance(value, (str, bytes)):
             return np.array([value], dtype=np.object_)
@@ -386,7 +477,8 @@ class ModelHarness:
             return np.array(value, dtype=np.object_)
         if io is not None and io["data_type"] != "TYPE_BF16":
             return np.asarray(value, dtype=pb.triton_string_to_numpy(io["data_type"]))
-        return np.asarray(value)
+        arr = np.asarray(value)
+        return arr.astype(np.object_) if arr.dtype.kind == "U" else arr  # a list of str: sent as BYTES
 
     def _placement_gpu(self, name: str, dtype_code: int, source_on_gpu: bool) -> bool:
         if dtype_code == _TYPE_STRING or self.force_cpu_only:
