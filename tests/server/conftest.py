@@ -38,6 +38,14 @@ def server_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def textops_features(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """features.json fitted once per session on every other bundled Austen paragraph (our-model server tests)."""
+    from textops_repo import fit_features
+
+    return fit_features(tmp_path_factory.mktemp("textops_artifacts") / "features.json")
+
+
+@pytest.fixture(scope="session")
 def server(triton_runtime: Runtime, server_repo: Path) -> Iterator[TritonServer]:
     """One real server for the session serving add_sub and env_probe."""
     srv = start_server(triton_runtime, server_repo, "session (add_sub, env_probe)")
