@@ -225,8 +225,9 @@ class Normalizer:
         a_byte[repl & (a_len == 1)] = t[f"{key}_pool"][a_off[repl & (a_len == 1)]]
         if a_len.max() > 1 or (a_byte >= 0x80).any():
             raise RuntimeError("unicode tables: an ASCII code point maps to more than one ASCII byte")
-        self.ascii_len = xp.asarray(a_len)
-        self.ascii_byte = xp.asarray(a_byte)
+        # 256-entry byte tables: ASCII bytes mapped; bytes >= 0x80 kept (handled per character)
+        self.len256 = xp.asarray(np.concatenate([a_len, np.ones(128, dtype=np.uint8)]))
+        self.byte256 = xp.asarray(np.concatenate([a_byte, np.arange(128, 256, dtype=np.uint8)]))
         self.ascii_class = xp.asarray(t["pretok_class"][:128])
 
     @classmethod
@@ -241,39 +242,59 @@ class Normalizer:
         """Normalized bytes, their per-text offsets (n+1), and for every input byte the output position
         of its character (n_bytes+1 entries; what raw positions map to).
 
-        ASCII bytes go through a 128-entry slice of the table; only the (sparse) non-ASCII characters
-        are decoded and expanded, so mostly-ASCII text costs a few passes over the bytes."""
+        ASCII bytes go through a 256-entry slice of the table; only the (sparse) non-ASCII characters
+        are decoded. When no character changes its byte length (the usual case for prose) output
+        positions equal input positions and the text is mapped in place, with no prefix sum or scatter."""
         xp = self.xp
         data, offs = batch.data, batch.offsets
         nb = data.shape[0]
-        is_ascii = data < 0x80
-        low = data & 0x7F
-        blen = xp.where(is_ascii, self.ascii_len[low], 0).astype(xp.int64)
+        blen = self.len256[data]  # ASCII: 0 (removed) or 1; bytes >= 0x80: 1 (placeholder)
         lead = xp.flatnonzero(data >= 0xC0)  # non-ASCII characters
         cps = decode_at(data, lead, xp)
         ln = self.out_len[cps]
+        b0 = data[lead]
+        nbytes = xp.where(b0 < 0xE0, 2, xp.where(b0 < 0xF0, 3, 4))
+        if nb == 0 or (bool(blen.all()) and bool((ln == nbytes).all())):
+            out = self.byte256[data]
+            out_pos = xp.arange(nb + 1, dtype=xp.int64)
+            self._write_replacements(out, out_pos, data, lead, cps, ln, only_replaced=True)
+            return out, offs, out_pos
+        blen = xp.where(data < 0x80, blen, 0).astype(xp.int64)
+        keep = xp.flatnonzero(blen)
         blen[lead] = ln
         out_end = xp.cumsum(blen)
-        total = int(out_end[-1]) if nb else 0
+        total = int(out_end[-1])
         out_pos = xp.empty(nb + 1, dtype=xp.int64)
         out_pos[:nb] = out_end - blen
         out_pos[nb] = total
         out = xp.empty(total, dtype=xp.uint8)
-        keep = xp.flatnonzero(is_ascii & (blen > 0))
-        out[out_pos[keep]] = self.ascii_byte[low[keep]]
-        if lead.shape[0]:
-            width = int(ln.max())
-            if width:
-                o = self.out_off[cps]
-                j = xp.arange(width, dtype=xp.int64)
-                inside = j[None, :] < ln[:, None]
-                ident = (o < 0)[:, None]
-                src_in = xp.where(inside & ident, lead[:, None] + j[None, :], 0)
-                src_pool = xp.where(inside & ~ident, o[:, None] + j[None, :], 0)
-                val = xp.where(ident, data[src_in], self.pool[src_pool])
-                dst = out_pos[lead][:, None] + j[None, :]
-                out[dst[inside]] = val[inside]
+        out[out_pos[keep]] = self.byte256[data[keep]]
+        self._write_replacements(out, out_pos, data, lead, cps, ln, only_replaced=False)
         return out, out_pos[offs], out_pos
+
+    def _write_replacements(
+        self, out: Any, out_pos: Any, data: Any, lead: Any, cps: Any, ln: Any, *, only_replaced: bool
+    ) -> None:
+        """Write the output bytes of the non-ASCII characters at ``lead`` (their own bytes, or their
+        replacement from the pool); with ``only_replaced`` the identity ones are already in place."""
+        xp = self.xp
+        o = self.out_off[cps]
+        if only_replaced:
+            sel = xp.flatnonzero(o >= 0)
+            lead, o, ln = lead[sel], o[sel], ln[sel]
+        if lead.shape[0] == 0:
+            return
+        width = int(ln.max())
+        if width == 0:
+            return
+        j = xp.arange(width, dtype=xp.int64)
+        inside = j[None, :] < ln[:, None]
+        ident = (o < 0)[:, None]
+        src_in = xp.where(inside & ident, lead[:, None] + j[None, :], 0)
+        src_pool = xp.where(inside & ~ident, o[:, None] + j[None, :], 0)
+        val = xp.where(ident, data[src_in], self.pool[src_pool])
+        dst = out_pos[lead][:, None] + j[None, :]
+        out[dst[inside]] = val[inside]
 
     def pretokenize(self, batch: TextBatch, specials: list[bytes] | None = None) -> PreTokens:
         """Normalize and pre-tokenize a batch; ``specials`` are raw strings matched before normalization
