@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -229,19 +230,21 @@ def _score(server: Any, repo: Path, texts: list[str], weight: float, protocol: s
         infer(tc, c, ENSEMBLE, ensemble_inputs([t], weight), [out_name])
         return time.perf_counter() - t1
 
-    import threading
-
     local = threading.local()
+    opened: list[Any] = []
 
     def tls_client() -> Any:
         if not hasattr(local, "client"):
             local.client = tc.InferenceServerClient(url)
+            opened.append(local.client)
         return local.client
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(workers) as pool:
         lat_c = list(pool.map(one, reqs))
     secs = time.perf_counter() - t0
+    for c in opened:
+        c.close()
     print(f"  {workers} concurrent clients, {len(reqs)} requests of 1 excerpt: {len(reqs) / secs:.1f} excerpts/s, "
           f"{_ms(lat_c)}")
     print("  (on CPU the MiniLM encoder dominates: ~128 tokens x 6 layers per excerpt)")
