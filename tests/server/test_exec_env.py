@@ -179,24 +179,24 @@ def test_preprocess_from_packed_env_answers_like_the_harness(env_server: TritonS
     assert err == "input 'INPUT0' row 0: text is not valid UTF-8"
 
 
-def test_env_check_on_the_same_env(packed_env: Path, triton_runtime: Runtime,
+def test_env_check_on_the_same_env(packed_env: Path, probe_info: dict, triton_runtime: Runtime,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     from triton_textops.envs import main
 
-    stub = triton_runtime.install.backend_directory(PY) / "python" / \
-        "triton_python_backend_stub"
-    # against the stub this server runs (the wheel's stub for our Python), release 24.10: all good
+    stub = triton_runtime.install.backend_directory(PY) / "python" / "triton_python_backend_stub"
+    # the tarball, against the stub this server runs (the wheel's stub for our Python) and release 24.10: all good
     assert main(["env", "check", str(packed_env), "--stub", str(stub), "--triton", "24.10"]) == 0
     out = capsys.readouterr().out
     assert "result: OK" in out and "[ok]   numpy 1." in out and "[ok]   import triton_textops" in out
     assert "[ok]   activates in place: sys.prefix = the env" in out
-    # against the stock 24.10 container (its stub embeds Python 3.10): only the Python version is wrong
-    rc = main(["env", "check", str(packed_env), "--triton", "24.10"])
+    # the copy the server extracted (still running), against the stock 24.10 container, whose stub embeds
+    # Python 3.10: only the Python version is wrong
+    rc = main(["env", "check", probe_info["sys_prefix"], "--triton", "24.10"])
     out = capsys.readouterr().out
     fails = [line for line in out.splitlines() if line.startswith("[FAIL]")]
+    assert "[ok]   numpy 1." in out and "[ok]   activates in place: sys.prefix = the env" in out
     if PY == "3.10":
         assert rc == 0 and fails == []
     else:
         assert rc == 1 and len(fails) == 1, out
-        assert "the stock stub of tritonserver:24.10-py3 embeds Python 3.10" in fails[0]
-        assert "[ok]   numpy 1." in out
+        assert f"the env has Python {PY}, the stock stub of tritonserver:24.10-py3 embeds Python 3.10" in fails[0]
