@@ -525,10 +525,12 @@ class TritonServer:
             self.command += self.extra_args
             self._final_log = None
             with open(self._log_path, "wb") as log:
-                # own session: the server and its stub processes form one process group we can reap
+                # own session: the server and its stub processes form one process group we can reap.
+                # cwd: the 24.10 stub puts '' (the server's working directory) first on the models'
+                # sys.path, so starting in the caller's directory could shadow packages of the model env.
                 self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
                                                 stdin=subprocess.DEVNULL, env=env, start_new_session=True,
-                                                preexec_fn=_die_with_parent)
+                                                preexec_fn=_die_with_parent, cwd=self._tmpdir)
             _LIVE.add(self)
             try:
                 self._wait_ready()

@@ -106,15 +106,10 @@ _EXTRACTED: list[Path] = []  # env copies the server extracted under /tmp (remov
 
 @pytest.fixture(scope="module")
 def env_server(triton_runtime: Runtime, bare_env: Path, env_repo: Path) -> Iterator[TritonServer]:
-    # The stub's sys.path starts with '' (the server's working directory): started from the checkout, the
-    # checkout's triton_textops/ would shadow the packed one. Start the server from a neutral directory.
-    cwd = os.getcwd()
-    os.chdir(env_repo.parent)
-    try:
-        srv = start_server(Runtime(triton_runtime.install, bare_env), env_repo, "exec env (preprocess, env_probe)",
-                           log_verbose=1)
-    finally:
-        os.chdir(cwd)
+    # Started from the checkout on purpose: the stub's sys.path starts with '' (the server's working
+    # directory), and TritonServer must keep the checkout's triton_textops/ from shadowing the packed one.
+    srv = start_server(Runtime(triton_runtime.install, bare_env), env_repo, "exec env (preprocess, env_probe)",
+                       log_verbose=1)
     try:
         yield srv
     finally:

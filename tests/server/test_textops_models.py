@@ -332,9 +332,9 @@ SERVER_ERRORS = {
     "int_weight": ("postprocess", {**POST_OK, "BERT_WEIGHT_INPUT": np.ones((2, 1), np.int32)},
                    "inference input 'BERT_WEIGHT_INPUT' data-type is 'INT32', but model 'postprocess' expects 'FP32'",
                    True),
-    # auto-complete added the optional OVERFLOW_TO_SAMPLE_MAPPING input to the seed's 3 inputs
+    # the batched seed postprocess has exactly its 3 inputs (no optional window mapping added)
     "missing_input": ("postprocess", dict(POST_OK),
-                      "expected number of inputs between 3 and 4 but got 2 inputs for model 'postprocess'", True),
+                      "expected 3 inputs but got 2 inputs for model 'postprocess'", True),
     "extra_input": ("preprocess", {"INPUT0": text_tensor(["a"]), "FOO": text_tensor(["a"])},
                     "expected 1 inputs but got 2 inputs for model 'preprocess'. Got input(s) [", True),
     "unknown_input": ("preprocess", {"FOO": text_tensor(["a"])},
@@ -373,14 +373,13 @@ def test_server_checks(textops_server: TritonServer, harnesses: dict[str, Any], 
 
 
 KNOWN_HARNESS_DIFFERENCES = {
-    # Triton rejects a zero-row batch of a batched BYTES input itself; the harness hands it to the model
+    # Triton rejects a zero-row batch of a batched BYTES input itself (fixed in the harness; kept as a check)
     "empty_batch_batched_model": ("preprocess", {"INPUT0": np.zeros((0, 1), np.object_)}, "r-9"),
 }
 
 
-@pytest.mark.xfail(strict=True, reason="harness differs from Triton 2.51 here (see KNOWN_HARNESS_DIFFERENCES)")
 @pytest.mark.parametrize("case", sorted(KNOWN_HARNESS_DIFFERENCES))
-def test_known_harness_differences(textops_server: TritonServer, harnesses: dict[str, Any], case: str) -> None:
+def test_harness_agrees_on_server_side_rejections(textops_server: TritonServer, harnesses: dict[str, Any], case: str) -> None:
     model, inputs, rid = KNOWN_HARNESS_DIFFERENCES[case]
     _, err = server_infer(textops_server.http_url, model, inputs, request_id=rid)
     _, merr = harness_infer(harnesses[model], inputs, request_id=rid)

@@ -248,6 +248,13 @@ def validate_request(
                 f"unexpected shape for input '{name}' for model '{model}'. Expected {_dims_str(full)}, got "
                 f"{_dims_str(shape)}. {note}"
             )
+        if want == "BYTES" and mbs > 0 and len(shape) > 0 and shape[0] == 0:
+            # [E] 2.51: a zero-row batch of a batched BYTES input is normalized to one row, then its
+            # string count checked: "expected 1 string elements ... got 0"
+            per_row = 1
+            for d in shape[1:]:
+                per_row *= int(d)
+            fail(f"expected {per_row} string elements for inference input '{name}' for model '{model}', got 0")
 
 
 @contextmanager

@@ -80,7 +80,8 @@ class TextOpsModel:
         have_in = {t["name"] for t in cfg.get("input", [])}
         have_out = {t["name"] for t in cfg.get("output", [])}
         for role, spec in cls.INPUTS.items():
-            if names[role] not in have_in:
+            # optional inputs (window mappings) only make sense without a batch dimension
+            if names[role] not in have_in and (not spec.optional or cfg.get("max_batch_size", 0) == 0):
                 entry = {"name": names[role], "data_type": spec.data_type, "dims": cls._dims(spec, cfg, params)}
                 if spec.optional:
                     entry["optional"] = True
