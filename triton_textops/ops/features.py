@@ -388,7 +388,7 @@ class ReadabilityFeatures:
     @classmethod
     def fit(
         cls,
-        texts: Sequence[str | bytes],
+        texts: Sequence[str | bytes] | Any,
         *,
         n_common: int = 100,
         n_rare: int = 100,
@@ -402,11 +402,21 @@ class ReadabilityFeatures:
         most frequent are sorted by (count desc, UTF-8 bytes asc), the N least frequent by
         (count asc, bytes asc). Raises ValueError when the corpus has fewer than
         ``n_common + n_rare`` distinct words, :class:`InputError` for invalid UTF-8 (naming the row).
+        ``texts`` may also be a Dask collection (bag, dataframe column, dask-cudf series): the fit then
+        runs as a map-reduce over its partitions and gives the same artifact
+        (:mod:`triton_textops.ops.features_dask`).
         """
         if int(n_common) < 0 or int(n_rare) < 0:
             raise ValueError("n_common and n_rare must be >= 0")
         n_common, n_rare = int(n_common), int(n_rare)
         sw_name, sw_words = load_stopwords(stopwords)
+        from triton_textops.ops import features_dask  # noqa: PLC0415
+
+        if features_dask.is_dask_collection(texts):  # corpus scale: map-reduce over the partitions
+            return features_dask.fit_dask(
+                cls, texts, n_common=n_common, n_rare=n_rare, stopwords=(sw_name, sw_words),
+                lowercase=lowercase, progress=progress,
+            )
         texts = list(texts)
         total = len(texts)
         if total == 0:
