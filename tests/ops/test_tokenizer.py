@@ -253,3 +253,28 @@ def test_cudf_backend_on_prose(vocab_path, austen):
     b = cudf_tok.encode(austen[:500], max_length=128)
     same = (cp.asnumpy(a.input_ids) == cp.asnumpy(b.input_ids)).all(axis=1)
     assert same.mean() > 0.99, f"{(~same).sum()} of 500 rows differ"
+
+
+@pytest.mark.parametrize(("walk", "dense"), [(0, 0), (0, 1 << 30), (1 << 30, 0)])
+def test_every_wordpiece_strategy_is_exact(oracle, austen, vocab_path, monkeypatch, walk, dense):
+    """The small-batch walk, the all-lengths round and the longest-first round give the same pieces."""
+    import triton_textops.ops.tokenizer as tk
+
+    monkeypatch.setattr(tk, "_WALK_LIMIT", walk)
+    monkeypatch.setattr(tk, "_DENSE_LIMIT", dense)
+    tok = BertTokenizer.from_vocab(vocab_path)
+    texts = austen[:150] + ADVERSARIAL
+    assert_same(tok.encode(texts, max_length=64), *reference_rows(oracle, texts, 64))
+
+
+def test_byte_table_verifies_every_candidate():
+    """A hash hit is only an answer once its bytes are compared: a forged candidate is rejected."""
+    from triton_textops.ops.text import ByteTable
+
+    table = ByteTable([b"apple", b"##ing", b"pie"])
+    data = np.frombuffer(b"applepieing", dtype=np.uint8)
+    start, length = np.array([0, 5, 8, 0]), np.array([5, 3, 3, 5])
+    forged = np.array([0, 2, 1, 2])  # last: claims "pie" for "apple"
+    got = table.verify(forged.copy(), data, start, length, b"##", np.array([False, False, True, False]))
+    np.testing.assert_array_equal(got, [0, 2, 1, -1])
+    assert table.verify(np.array([1]), data, np.array([8]), np.array([3])).tolist() == [-1]  # "##" needed

@@ -488,9 +488,14 @@ class ByteTable:
         self.str_len = xp.asarray(lens)
         self.pool = xp.asarray(np.frombuffer(b"".join(strings) or b"\0", dtype=np.uint8))
 
-    def find(self, keys: Any, data: Any, start: Any, length: Any, prefix: bytes = b"") -> Any:
+    def find(
+        self, keys: Any, data: Any, start: Any, length: Any, prefix: bytes = b"", with_prefix: Any = None,
+        *, verify: bool = True,
+    ) -> Any:
         """Index of the string equal to ``prefix + data[start:start+length]`` for each query, else -1.
-        ``keys`` are the queries' hashes (``hash_bytes`` of the full string)."""
+        ``keys`` are the queries' hashes (``hash_bytes`` of the full string); ``with_prefix`` (bool per
+        query) limits the prefix to some queries. ``verify=False`` returns hash candidates only: the
+        caller must then :meth:`verify` the ones it uses."""
         xp = self.xp
         nq = keys.shape[0]
         res = xp.full(nq, -1, dtype=xp.int64)
@@ -503,9 +508,12 @@ class ByteTable:
             hit = (cand >= 0) & (self.slot_key[slot] == keys) & (res < 0)
             res = xp.where(hit, cand, res)
             slot = (slot + 1) & mask
-        return self._verify(res, data, start, length, prefix)
+        return self.verify(res, data, start, length, prefix, with_prefix) if verify else res
 
-    def _verify(self, res: Any, data: Any, start: Any, length: Any, prefix: bytes) -> Any:
+    def verify(
+        self, res: Any, data: Any, start: Any, length: Any, prefix: bytes = b"", with_prefix: Any = None
+    ) -> Any:
+        """``res`` with every candidate whose bytes differ from the query set to -1 (in place)."""
         xp = self.xp
         hit = xp.flatnonzero(res >= 0)
         if hit.size == 0:
@@ -513,11 +521,14 @@ class ByteTable:
         idx = res[hit]
         ln = length[hit] if hasattr(length, "shape") and length.shape else xp.full(hit.shape, int(length), dtype=xp.int64)
         st = start[hit]
-        np_ = len(prefix)
+        np_ = len(prefix) if with_prefix is None else xp.where(with_prefix[hit], len(prefix), 0)
         ok = self.str_len[idx] == ln + np_
         s0 = self.str_start[idx]
         for k, byte in enumerate(prefix):
-            ok &= self.pool[s0 + k] == byte
+            same = self.pool[xp.minimum(s0 + k, self.pool.shape[0] - 1)] == byte
+            ok &= same if with_prefix is None else (same | ~with_prefix[hit])
+        if with_prefix is not None:
+            np_ = np_[:, None]
         width = int(ln.max())
         if width:
             j = xp.arange(width, dtype=xp.int64)

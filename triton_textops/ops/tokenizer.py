@@ -31,7 +31,8 @@ SPECIAL_TOKENS = ("[UNK]", "[SEP]", "[CLS]", "[PAD]", "[MASK]")  # HF registers 
 REQUIRED_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[PAD]")
 MAX_INPUT_CHARS_PER_WORD = 100  # HF WordPiece: a longer word becomes one [UNK]
 CONTINUATION = b"##"
-_DENSE_LIMIT = 1 << 15  # candidate (word, length) pairs below which WordPiece tries all lengths at once
+_DENSE_LIMIT = 1 << 15  # candidate (word, length) pairs below which a round tries all lengths at once
+_WALK_LIMIT = 1 << 16  # candidate (byte, length) pairs below which every byte's longest piece is found at once
 
 
 @dataclass
@@ -119,26 +120,19 @@ class BertTokenizer:
         is_word = special == -1
         too_long = is_word & (pre.nchars > MAX_INPUT_CHARS_PER_WORD)
         words = xp.flatnonzero(is_word & ~too_long)
-        rounds_ids: list[Any] = []
-        rounds_words: list[Any] = []
         failed = xp.zeros(ntok, dtype=bool)
         n_pieces = xp.zeros(ntok, dtype=xp.int64)
-        pos = pre.start[words]
-        end = pre.end[words]
-        cont = False
-        while words.shape[0]:
-            best, blen = self._longest_match(pre, pos, end, cont)
-            miss = best < 0
-            failed[words[miss]] = True
-            ok = xp.flatnonzero(~miss)
-            words, pos, end, best, blen = words[ok], pos[ok], end[ok], best[ok], blen[ok]
-            rounds_ids.append(best)
-            rounds_words.append(words)
-            n_pieces[words] += 1
-            pos = pos + blen
-            more = xp.flatnonzero(pos < end)
-            words, pos, end = words[more], pos[more], end[more]
-            cont = True
+        wbytes = pre.end[words] - pre.start[words]
+        candidates = int(wbytes.sum()) * self.max_piece if words.shape[0] else 0
+        if candidates <= _WALK_LIMIT:
+            rounds = self._walk_positions(pre, words, wbytes)
+        else:
+            rounds = self._match_rounds(pre, words)
+        rounds_ids, rounds_words, rounds_failed = rounds
+        for ws in rounds_words:
+            n_pieces[ws] += 1
+        for ws in rounds_failed:
+            failed[ws] = True
         # pieces per token: the word's pieces, one [UNK], one special id, or none (absorbed by a special)
         count = xp.where(is_word, xp.where(failed | too_long, 1, n_pieces), xp.where(special >= 0, 1, 0))
         tok_off = xp.cumsum(count) - count
@@ -153,6 +147,81 @@ class BertTokenizer:
         pieces[tok_off[sp]] = self._special_ids[special[sp]]
         ends = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(count)])
         return pieces, ends[pre.tok_offsets]
+
+    def _match_rounds(self, pre: PreTokens, words: Any) -> tuple[list[Any], list[Any], list[Any]]:
+        """WordPiece round by round over every word at once: round r finds piece r of each word."""
+        xp = self.xp
+        ids_per_round, words_per_round, failed = [], [], []
+        pos, end = pre.start[words], pre.end[words]
+        cont = False
+        while words.shape[0]:
+            best, blen = self._longest_match(pre, pos, end, cont)
+            miss = best < 0
+            failed.append(words[miss])
+            ok = xp.flatnonzero(~miss)
+            words, pos, end, best, blen = words[ok], pos[ok], end[ok], best[ok], blen[ok]
+            ids_per_round.append(best)
+            words_per_round.append(words)
+            pos = pos + blen
+            more = xp.flatnonzero(pos < end)
+            words, pos, end = words[more], pos[more], end[more]
+            cont = True
+        return ids_per_round, words_per_round, failed
+
+    def _walk_positions(self, pre: PreTokens, words: Any, wbytes: Any) -> tuple[list[Any], list[Any], list[Any]]:
+        """WordPiece for small batches: the longest piece at EVERY byte of every word in one pass
+        (``##``-prefixed except at word starts), then a greedy walk per word with a few cheap array
+        operations per step. Same pieces as :meth:`_match_rounds`, far fewer array calls."""
+        xp = self.xp
+        nw = words.shape[0]
+        ends = xp.cumsum(wbytes)
+        base = ends - wbytes
+        total = int(ends[-1]) if nw else 0
+        ids_per_round: list[Any] = []
+        words_per_round: list[Any] = []
+        if total == 0:
+            return ids_per_round, words_per_round, []
+        wstart, wend = pre.start[words], pre.end[words]
+        seg = xp.searchsorted(ends, xp.arange(total), side="right")
+        pos = wstart[seg] + xp.arange(total) - base[seg]
+        rem = xp.minimum(wend[seg] - pos, self.max_piece)
+        cont = pos != wstart[seg]
+        top = int(rem.max())
+        q = xp.flatnonzero((xp.arange(1, top + 1)[None, :] <= rem[:, None]).ravel())
+        at, qlen = q // top, q % top + 1
+        s = pos[at]
+        key = span_hash(pre, s, s + qlen) + xp.where(cont[at], self._seed_pows[qlen], xp.uint64(0))
+        with_prefix = cont[at]
+        found = self.table.find(key, pre.data, s, qlen, CONTINUATION, with_prefix, verify=False)
+        qidx = xp.full(total * top, -1, dtype=xp.int64)
+        qidx[q] = xp.arange(q.shape[0])
+        while True:  # verify only each byte's longest candidate; a (rare) collision falls back to the next
+            score = xp.zeros(total * top, dtype=xp.int64)
+            score[q] = xp.where(found >= 0, qlen, 0)
+            best_len = score.reshape(total, top).max(axis=1)
+            chosen = qidx[xp.flatnonzero(best_len > 0) * top + best_len[best_len > 0] - 1]
+            checked = self.table.verify(found[chosen], pre.data, s[chosen], qlen[chosen], CONTINUATION, with_prefix[chosen])
+            bad = chosen[checked < 0]
+            if bad.shape[0] == 0:
+                break
+            found[bad] = -1
+        best_id = xp.zeros(total, dtype=xp.int64)
+        best_id[best_len > 0] = self.table.values[found[chosen]]
+        failed: list[Any] = []
+        active = xp.arange(nw)
+        cur = base.copy()  # position index of each word's next piece
+        while active.shape[0]:
+            ln = best_len[cur]
+            miss = ln == 0
+            failed.append(words[active[miss]])
+            ok = xp.flatnonzero(~miss)
+            active, cur, ln = active[ok], cur[ok], ln[ok]
+            ids_per_round.append(best_id[cur])
+            words_per_round.append(words[active])
+            cur = cur + ln
+            more = xp.flatnonzero(cur < ends[active])
+            active, cur = active[more], cur[more]
+        return ids_per_round, words_per_round, failed
 
     def _longest_match(self, pre: PreTokens, pos: Any, end: Any, cont: bool) -> tuple[Any, Any]:
         """For each word remainder ``data[pos:end]``, the id and byte length of the longest vocab piece
