@@ -533,8 +533,8 @@ class ByteTable:
         if width:
             j = xp.arange(width, dtype=xp.int64)
             inside = j[None, :] < ln[:, None]
-            a = data[xp.where(inside, st[:, None] + j[None, :], 0)]
-            b = self.pool[xp.where(inside, s0[:, None] + np_ + j[None, :], 0)]
+            a = data[xp.minimum(xp.where(inside, st[:, None] + j[None, :], 0), data.shape[0] - 1)]
+            b = self.pool[xp.minimum(xp.where(inside, s0[:, None] + np_ + j[None, :], 0), self.pool.shape[0] - 1)]
             ok &= ((a == b) | ~inside).all(axis=1)
         res[hit[~ok]] = -1
         return res
