@@ -15,6 +15,7 @@ _COMMAND_MODULES = [
     "triton_textops.envs",
     "triton_textops.server",
     "triton_textops.repo.cli",
+    "triton_textops.deploy.cli",
 ]
 
 

@@ -1,0 +1,121 @@
+"""deploy kserve: the InferenceService round-trips through the KServe SDK classes and matches the repository."""
+
+from __future__ import annotations
+
+import pytest
+
+from triton_textops.cli import main
+from triton_textops.deploy import DeployError, inspect_repository
+
+kserve = pytest.importorskip("kserve", reason="the KServe SDK is the 'deploy' extra")
+yaml = pytest.importorskip("yaml")
+
+from triton_textops.deploy.kserve import (  # noqa: E402
+    ANNOTATION_DEFAULT_MODEL,
+    ANNOTATION_MODELS,
+    build_inference_service,
+    inference_service_from_dict,
+    inference_service_to_dict,
+    runtime_image_tag,
+)
+
+MODELS = ["bert-large", "cuml", "ensemble_all", "postprocess", "preprocess"]
+URI = "s3://bucket/textops/ensemble_all"
+
+
+def _round_trip(path):
+    data = yaml.safe_load(path.read_text())
+    isvc = inference_service_from_dict(data)
+    assert isinstance(isvc, kserve.V1beta1InferenceService)
+    assert isinstance(isvc.spec.predictor.model, kserve.V1beta1ModelSpec)
+    assert inference_service_to_dict(isvc) == data  # SDK object -> dict -> YAML -> SDK object, losslessly
+    return data, isvc
+
+
+@pytest.mark.parametrize(("device", "gpus"), [("gpu", "1"), ("cpu", None)])
+def test_cli_manifest_round_trips_and_matches_repository(make_repo, tmp_path, capsys, device, gpus):
+    repo = make_repo(device)
+    out = tmp_path / "isvc.yaml"
+    rc = main(["deploy", "kserve", str(repo), "--storage-uri", URI, "-o", str(out),
+               "--min-replicas", "2", "--max-replicas", "6", "--scale-metric", "concurrency",
+               "--scale-target", "8", "--cpu", "4", "--memory", "8Gi", "--namespace", "serving"])
+    assert rc == 0, capsys.readouterr().err
+    data, isvc = _round_trip(out)
+    assert data["apiVersion"] == "serving.kserve.io/v1beta1" and data["kind"] == "InferenceService"
+    assert isvc.metadata.name == "ensemble-all" and isvc.metadata.namespace == "serving"
+    ann = isvc.metadata.annotations
+    assert ann[ANNOTATION_MODELS].split(",") == MODELS == inspect_repository(repo).models
+    assert ann[ANNOTATION_DEFAULT_MODEL] == "ensemble_all"
+    pred = isvc.spec.predictor
+    assert (pred.min_replicas, pred.max_replicas, pred.scale_metric, pred.scale_target) == (2, 6, "concurrency", 8)
+    model = pred.model
+    assert model.model_format.name == "triton" and model.protocol_version == "v2"
+    assert model.runtime == "kserve-tritonserver" and model.runtime_version == "24.10-py3"
+    assert model.storage_uri == URI
+    assert model.readiness_probe.http_get.path == "/v2/models/ensemble_all/ready"
+    assert model.readiness_probe.http_get.port == 8080
+    limits, requests = model.resources.limits, model.resources.requests
+    assert limits == requests
+    assert limits.get("nvidia.com/gpu") == gpus  # the repository's KIND_GPU sets the GPU count
+    assert (limits["cpu"], limits["memory"]) == ("4", "8Gi")
+
+
+def test_stdout_and_fixed_replicas(make_repo, capsys):
+    repo = make_repo("gpu", backends="native", env=False, stub=False)
+    assert main(["deploy", "kserve", str(repo), "--storage-uri", "gs://b/r", "--replicas", "3",
+                 "--gpus", "2", "--runtime-version", "24.10-py3-igpu", "--deployment-mode", "RawDeployment"]) == 0
+    data = yaml.safe_load(capsys.readouterr().out)
+    isvc = inference_service_from_dict(data)
+    pred = isvc.spec.predictor
+    assert (pred.min_replicas, pred.max_replicas) == (3, 3)
+    assert pred.model.resources.limits["nvidia.com/gpu"] == "2"
+    assert pred.model.runtime_version == "24.10-py3-igpu"
+    assert isvc.metadata.annotations["serving.kserve.io/deploymentMode"] == "RawDeployment"
+
+
+def test_pinned_gpu_ids_raise_the_default(make_repo):
+    repo = make_repo("gpu", env=False, stub=False)
+    cfg = repo / "cuml" / "config.pbtxt"
+    text = cfg.read_text()
+    assert "kind: KIND_GPU" in text
+    cfg.write_text(text.replace("kind: KIND_GPU", "kind: KIND_GPU\n  gpus: 0\n  gpus: 2", 1))
+    info = inspect_repository(repo)
+    assert info.gpus == 3
+    isvc = build_inference_service(info, storage_uri=URI)
+    assert isvc.spec.predictor.model.resources.limits["nvidia.com/gpu"] == "3"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"gpus": 0}, "needs 1"),
+        ({"storage_uri": "/local/path"}, "storage URI"),
+        ({"storage_uri": "ftp://x/y"}, "storage URI"),
+        ({"replicas": 2, "min_replicas": 1}, "not both"),
+        ({"min_replicas": 4, "max_replicas": 2}, "max_replicas"),
+        ({"name": "Ensemble_All"}, "DNS-1035"),
+        ({"cpu": "two"}, "quantity"),
+        ({"runtime_version": "latest"}, "runtime version"),
+        ({"scale_metric": "gpu"}, "scale metric"),
+        ({"default_model": "nope"}, "not in"),
+    ],
+)
+def test_bad_options(make_repo, kwargs, match):
+    info = inspect_repository(make_repo("gpu", env=False, stub=False))
+    kwargs = {"storage_uri": URI, **kwargs}
+    with pytest.raises(DeployError, match=match):
+        build_inference_service(info, **kwargs)
+
+
+def test_from_dict_refuses_unknown_fields_and_other_kinds():
+    with pytest.raises(DeployError, match="not an InferenceService"):
+        inference_service_from_dict({"kind": "Deployment"})
+    with pytest.raises(DeployError, match="unknown field"):
+        inference_service_from_dict({"kind": "InferenceService", "spec": {"predictor": {"tritonn": {}}}})
+    assert runtime_image_tag("24.10") == "24.10-py3" and runtime_image_tag("25.01-py3") == "25.01-py3"
+
+
+def test_cli_error_exit(make_repo, capsys):
+    repo = make_repo("gpu", env=False, stub=False)
+    assert main(["deploy", "kserve", str(repo), "--storage-uri", URI, "--gpus", "0"]) == 2
+    assert "needs 1" in capsys.readouterr().err

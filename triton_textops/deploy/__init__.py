@@ -1,0 +1,139 @@
+"""Deploy a generated model repository on managed serving: KServe and SageMaker (issue 9).
+
+:func:`inspect_repository` reads a repository with Triton's config schema
+(:mod:`triton_textops.repo.config`) and checks what a remote server will need: every top-level folder is
+a model with a parsable ``config.pbtxt`` of its own name, every ensemble step names a model that is
+there, every ``EXECUTION_ENV_PATH`` under ``$$TRITON_MODEL_DIRECTORY`` and every custom stub travels
+with the repository. :mod:`.kserve` writes an ``InferenceService``, :mod:`.sagemaker` the
+``model.tar.gz`` of SageMaker's Triton container.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from triton_textops.repo.config import ConfigError, load_config, model_config_pb2
+
+__all__ = ["DeployError", "RepositoryInfo", "inspect_repository", "DEFAULT_MODEL"]
+
+DEFAULT_MODEL = "ensemble_all"
+STUB_NAME = "triton_python_backend_stub"
+MODEL_DIR_VAR = "$$TRITON_MODEL_DIRECTORY"
+
+
+class DeployError(ValueError):
+    """The repository or the options cannot be deployed as asked (the message says what to change)."""
+
+
+@dataclass
+class RepositoryInfo:
+    """What a deployment needs to know about a model repository."""
+
+    root: Path
+    configs: dict[str, Any]  # model name -> ModelConfig message, sorted by name
+    ensembles: list[str] = field(default_factory=list)
+    python_models: list[str] = field(default_factory=list)
+    gpu_models: list[str] = field(default_factory=list)  # models with a KIND_GPU instance group
+    gpus: int = 0  # GPUs the repository needs: 0, or 1 + the highest device id it pins (at least 1)
+    envs: dict[str, Path] = field(default_factory=dict)  # model -> packed execution env in the repository
+    stubs: dict[str, Path] = field(default_factory=dict)  # model -> custom triton_python_backend_stub
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.configs)
+
+    def default_model(self, name: str | None = None) -> str:
+        """``name`` if it is a model here; else ``ensemble_all``, else the only ensemble, else the only model."""
+        if name is not None:
+            if name not in self.configs:
+                raise DeployError(f"model {name!r} is not in {self.root} (models: {', '.join(self.models)})")
+            return name
+        if DEFAULT_MODEL in self.configs:
+            return DEFAULT_MODEL
+        if len(self.ensembles) == 1:
+            return self.ensembles[0]
+        if len(self.configs) == 1:
+            return self.models[0]
+        raise DeployError(
+            f"{self.root} has {len(self.configs)} models and no single ensemble to serve by default: "
+            "name one (--default-model)"
+        )
+
+
+def _env_path(cfg: Any) -> str | None:
+    p = cfg.parameters.get("EXECUTION_ENV_PATH")
+    return p.string_value if p is not None and p.string_value else None
+
+
+def inspect_repository(root: str | os.PathLike[str]) -> RepositoryInfo:
+    """Read and check the repository at ``root`` (see the module docstring); DeployError if it is not servable."""
+    pb2 = model_config_pb2()
+    kind_gpu = pb2.ModelInstanceGroup.Kind.Value("KIND_GPU")
+    path = Path(root)
+    if not path.is_dir():
+        raise DeployError(f"{path}: not a directory")
+    if (path / "config.pbtxt").exists():
+        raise DeployError(
+            f"{path} holds a config.pbtxt: that is one model's folder; give the repository folder above it"
+        )
+    info = RepositoryInfo(root=path, configs={})
+    for d in sorted(p for p in path.iterdir() if p.is_dir()):
+        if not (d / "config.pbtxt").is_file():
+            raise DeployError(f"{d}: a folder of the repository without a config.pbtxt (not a model)")
+        try:
+            cfg = load_config(d)
+        except ConfigError as exc:
+            raise DeployError(str(exc)) from None
+        if cfg.name and cfg.name != d.name:
+            raise DeployError(f"{d}/config.pbtxt: name {cfg.name!r} differs from its folder {d.name!r}")
+        if not any(v.is_dir() and v.name.isdigit() for v in d.iterdir()):
+            raise DeployError(f"{d}: no numeric version folder (e.g. {d.name}/1)")
+        info.configs[d.name] = cfg
+    if not info.configs:
+        raise DeployError(f"{path}: no models (folders with a config.pbtxt)")
+    for name, cfg in info.configs.items():
+        if cfg.platform == "ensemble":
+            info.ensembles.append(name)
+            missing = sorted({s.model_name for s in cfg.ensemble_scheduling.step} - set(info.configs))
+            if missing:
+                raise DeployError(f"ensemble {name!r} uses model(s) not in the repository: {', '.join(missing)}")
+            continue
+        versions = [v for v in (path / name).iterdir() if v.is_dir() and v.name.isdigit()]
+        if not any(f.is_file() for v in versions for f in v.rglob("*")):
+            raise DeployError(
+                f"model {name!r}: its version folder is empty (the model file is missing); complete the repository"
+            )
+        for key, param in cfg.parameters.items():
+            value = param.string_value
+            if key != "EXECUTION_ENV_PATH" and value.startswith(MODEL_DIR_VAR + "/"):
+                if not (path / name / value[len(MODEL_DIR_VAR) + 1 :]).exists():
+                    raise DeployError(
+                        f"model {name!r}: parameter {key} = {value} names a file that is not in the repository"
+                    )
+        groups = [g for g in cfg.instance_group if g.kind == kind_gpu]
+        if groups:
+            info.gpu_models.append(name)
+            pinned = [int(i) for g in groups for i in g.gpus]
+            info.gpus = max(info.gpus, (max(pinned) + 1) if pinned else 1)
+        if cfg.backend != "python":
+            continue
+        info.python_models.append(name)
+        env = _env_path(cfg)
+        if env is not None:
+            if env.startswith(MODEL_DIR_VAR + "/"):
+                local = path / name / env[len(MODEL_DIR_VAR) + 1 :]
+                if not local.exists():
+                    raise DeployError(f"model {name!r}: EXECUTION_ENV_PATH {env} is missing ({local})")
+                info.envs[name] = local
+            else:
+                info.notes.append(
+                    f"model {name!r}: EXECUTION_ENV_PATH {env} is outside the repository; the serving image must have it"
+                )
+        stub = path / name / STUB_NAME
+        if stub.exists():
+            info.stubs[name] = stub
+    return info
