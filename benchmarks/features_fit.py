@@ -6,7 +6,7 @@ configuration is one timed run of the whole fit (both passes) on a ``distributed
 worker processes with one thread each, started before the timer. Every Dask artifact is checked to be
 identical to the in-memory one. Prints texts/s and the ratio to the in-memory fit. The Dask fit reads
 and tokenizes the corpus twice (words, then moments) so that nothing has to stay in memory: one worker
-runs at about half the in-memory speed, and the point is the scaling with workers and machines.
+runs at most at about half the in-memory speed, and the point is the scaling with workers and machines.
 
     python benchmarks/features_fit.py [--repeat 10] [--workers 1 2] [--partitions 2 8 32]
 """
