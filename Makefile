@@ -13,7 +13,7 @@ $(PY):
 
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,server,example]'
+	$(PY) -m pip install -q -e '.[dev,server,example,deploy]'
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -79,7 +79,7 @@ def main() -> int:
         groups = batches(corpus, size)
         res = {}
         for name, fn in eng.items():
-            t = best_of(lambda fn=fn: [fn(g) for g in groups], repeat=2)
+            t = best_of(lambda fn=fn, groups=groups: [fn(g) for g in groups], repeat=2)
             res[name] = t
         base = res.get("hf tokenizers")
         for name, t in res.items():
