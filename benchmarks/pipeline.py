@@ -19,7 +19,9 @@ interleaved request by request (rounds of one request per mode, order rotating),
 machine hits every mode alike; with ``--concurrency N`` each mode gets N client threads in turn. Every
 (mode, batch size) cell is bounded in requests (``--max-requests``) and seconds (``--seconds`` per mode), with at
 least ``--min-requests``; the whole run by ``--budget``, each request by ``--timeout``. Compare the ratios, not the
-absolute numbers. Before timing, the outputs are cross-checked (client ops == preprocess model, (A) scores ==
+absolute numbers. For the full pipeline, the BERT model's server-side compute time of every request is read from
+Triton's statistics, splitting the latency into BERT compute and the rest (pre/post-processing, the forest,
+transfers, scheduling: what the deployment mode changes). Before timing, the outputs are cross-checked (client ops == preprocess model, (A) scores ==
 (B) scores; how far the HF alternative's features are from ours).
 
     python benchmarks/pipeline.py [--quick] [--results] [--plot benchmarks/pipeline.png]
@@ -175,6 +177,17 @@ class Runners:
         for c in self._clients:
             c.close()
 
+    def compute_seconds(self, model: str) -> Callable[[], tuple[int, float]]:
+        """Reader of ``model``'s (inference count, cumulative compute_infer seconds) from Triton's statistics."""
+        client = self.client()
+
+        def read() -> tuple[int, float]:
+            stats = client.get_inference_statistics(model, as_json=True)["model_stats"]
+            return (sum(int(s.get("inference_count", 0)) for s in stats),
+                    sum(int(s["inference_stats"]["compute_infer"].get("ns", 0)) for s in stats) / 1e9)
+
+        return read
+
     def ensemble(self, model: str) -> Callable[[], Callable[[Sequence[str]], dict]]:
         def make() -> Callable[[Sequence[str]], dict]:
             g, client = self.grpc, self.client()
@@ -255,6 +268,7 @@ class Cell:
     latencies: list[float] = field(default_factory=list)
     wall: float = 0.0  # seconds the mode was sending (its own requests only, when interleaved)
     note: str = ""
+    bert: list[float] = field(default_factory=list)  # server-side compute_infer of the BERT model per request (s)
 
     @property
     def requests(self) -> int:
@@ -266,6 +280,16 @@ class Cell:
 
     def pct(self, q: float) -> float:
         return float(np.percentile(np.asarray(self.latencies) * 1e3, q)) if self.latencies else float("nan")
+
+    def bert_p50(self) -> float:
+        """Median server-side BERT compute per request (ms)."""
+        return float(np.median(self.bert) * 1e3) if self.bert else float("nan")
+
+    def other_p50(self) -> float:
+        """Median of (request latency - its BERT compute) (ms): what the deployment mode itself costs."""
+        if not self.bert:
+            return float("nan")
+        return float(np.median(np.asarray(self.latencies) - np.asarray(self.bert)) * 1e3)
 
 
 @dataclass
@@ -290,11 +314,15 @@ class TextPool:
         return out
 
 
-def measure_interleaved(stage: str, group: dict[str, Any], n: int, pool: TextPool, b: Bounds) -> list[Cell]:
+def measure_interleaved(stage: str, group: dict[str, Any], n: int, pool: TextPool, b: Bounds,
+                        bert: dict[str, Callable[[], tuple[int, float]]] | None = None) -> list[Cell]:
     """One client: rounds of one request per mode (the order rotating), so a noisy neighbour hits every mode alike.
 
     A mode's throughput is its texts over the sum of its own request times. Rounds stop at ``b.max_requests``,
-    or once ``b.seconds`` per mode have passed and every mode has ``b.min_requests``."""
+    or once ``b.seconds`` per mode have passed and every mode has ``b.min_requests``. ``bert[mode]`` reads the
+    cumulative server-side compute time of the BERT model that mode uses (Triton's statistics); read around each
+    request, it splits the latency into BERT compute and the rest."""
+    bert = bert or {}
     cells = [Cell(stage, name, n) for name in group]
     if time.monotonic() > b.deadline:
         for c in cells:
@@ -309,15 +337,26 @@ def measure_interleaved(stage: str, group: dict[str, Any], n: int, pool: TextPoo
             if cells[i].note:
                 continue
             texts = pool.take(n)
-            t0 = time.perf_counter()
+            probe = bert.get(cells[i].mode)
             try:
+                before = probe() if probe else (0, 0.0)
+                t0 = time.perf_counter()
                 fns[i](texts)
+                dt = time.perf_counter() - t0
+                spent = None
+                for _ in range(20) if probe else ():  # statistics may land just after the response
+                    after = probe()
+                    if after[0] >= before[0] + n:
+                        spent = after[1] - before[1]
+                        break
+                    time.sleep(0.01)
             except Exception as e:  # recorded, reported in the table
                 cells[i].note = f"error: {type(e).__name__}: {str(e).splitlines()[0][:120]}"
                 continue
-            dt = time.perf_counter() - t0
             cells[i].latencies.append(dt)
             cells[i].wall += dt
+            if spent is not None:
+                cells[i].bert.append(spent)
         rnd += 1
         if all(c.note for c in cells):
             break
@@ -404,13 +443,22 @@ def _fmt(x: float, nd: int = 1) -> str:
     return "–" if not math.isfinite(x) else f"{x:,.{nd}f}"
 
 
+FEW = 5  # fewer requests than this per mode: the ratio is marked as within run-to-run noise
+
+
 def table(cells: list[Cell], stage: str, baseline: str, sizes: Sequence[int]) -> str:
-    """Markdown table of one stage: rows by batch size then mode, ratio of throughput to ``baseline``."""
+    """Markdown table of one stage: rows by batch size then mode, ratio of throughput to ``baseline``.
+
+    Ratios from cells with fewer than :data:`FEW` requests get a dagger, and a footnote gives the largest spread
+    (max - min) / median of the request times within those cells, i.e. how much the machine moved under them."""
     by = {(c.mode, c.batch): c for c in cells if c.stage == stage}
     modes = list(dict.fromkeys(c.mode for c in cells if c.stage == stage))
     short = baseline.split(" (")[0] if not baseline.startswith("(") else baseline.split(" ")[0]
-    out = [f"| batch | mode | requests | p50 ms | p99 ms | texts/s | vs {short} |",
-           "|---:|---|---:|---:|---:|---:|---:|"]
+    split = any(c.bert for c in by.values())
+    extra = " BERT ms p50 | rest ms p50 |" if split else ""
+    out = [f"| batch | mode | requests | p50 ms | p99 ms |{extra} texts/s | vs {short} |",
+           "|---:|---|---:|---:|---:|" + ("---:|---:|" if split else "") + "---:|---:|"]
+    spreads = []
     for n in sizes:
         base = by.get((baseline, n))
         for m in modes:
@@ -418,19 +466,37 @@ def table(cells: list[Cell], stage: str, baseline: str, sizes: Sequence[int]) ->
             if c is None:
                 continue
             ratio = c.texts_per_s / base.texts_per_s if base and base.requests and c.requests else float("nan")
+            few = c.requests < FEW or (base is not None and base.requests < FEW)
+            if c.requests >= 2 and c.requests < FEW:
+                lat = np.asarray(c.latencies)
+                spreads.append(float((lat.max() - lat.min()) / np.median(lat)))
             note = f" ({c.note})" if c.note else ""
-            out.append(f"| {n} | {m}{note} | {c.requests} | {_fmt(c.pct(50))} | {_fmt(c.pct(99))} | "
-                       f"{_fmt(c.texts_per_s, 0)} | {_fmt(ratio, 2)}x |")
+            cols = f" {_fmt(c.bert_p50())} | {_fmt(c.other_p50())} |" if split else ""
+            out.append(f"| {n} | {m}{note} | {c.requests} | {_fmt(c.pct(50))} | {_fmt(c.pct(99))} |{cols} "
+                       f"{_fmt(c.texts_per_s, 0)} | {_fmt(ratio, 2)}x{' †' if few and m != baseline else ''} |")
+    if split:
+        out += ["", "BERT ms: the BERT model's server-side compute per request (Triton statistics, read around each "
+                "request); rest ms: median of latency minus that, i.e. pre/post-processing, the other model, "
+                "transfers and scheduling: the part the deployment mode changes."]
+    if spreads:
+        out += ["", f"† from fewer than {FEW} requests per mode (p99 is then about the maximum); the request times "
+                f"within such a cell differ by up to {100 * max(spreads):.0f}% of their median on this machine, so "
+                "treat these ratios as within noise."]
     return "\n".join(out)
 
 
-def _minor_label(v: float, _: object) -> str:
-    """Label the 2x and 5x minor ticks of a log axis (throughputs here span a few decades)."""
-    lead = v / 10 ** math.floor(math.log10(v)) if v > 0 else 0
-    return f"{v:,.0f}" if round(lead) in (2, 5) and v >= 1 else ""
+def _minor_labeller(ax: Any) -> Callable[[float, object], str]:
+    """Minor tick labels of a log y axis: every one within a single decade, else only the 2x and 5x ones."""
+    def label(v: float, _: object) -> str:
+        lo, hi = ax.get_ylim()
+        leads = (2, 3, 4, 5, 6, 7, 8, 9) if hi / max(lo, 1e-9) < 10 else (2, 5)
+        lead = v / 10 ** math.floor(math.log10(v)) if v > 0 else 0
+        return f"{v:,.0f}" if round(lead) in leads and v >= 1 else ""
+
+    return label
 
 
-def plot(cells: list[Cell], path: Path, title: str) -> None:
+def plot(cells: list[Cell], path: Path, title: str, note: str = "") -> None:
     """Throughput vs batch size, one line per mode; full pipeline left, pre-processing alone right."""
     import matplotlib
 
@@ -452,12 +518,14 @@ def plot(cells: list[Cell], path: Path, title: str) -> None:
         ax.set_xticks(sizes, [str(n) for n in sizes])
         ax.xaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
-        ax.yaxis.set_minor_formatter(FuncFormatter(_minor_label))
+        ax.yaxis.set_minor_formatter(FuncFormatter(_minor_labeller(ax)))
         ax.set_xlabel("batch size (texts per request)")
         ax.set_ylabel("throughput (texts/s)")
         ax.set_title(heading, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
+    if note:
+        axes[0].text(0.02, 0.02, note, transform=axes[0].transAxes, fontsize=8, color="0.35")
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -573,6 +641,9 @@ def main(argv: list[str] | None = None) -> int:
             modes[C] = runners.ensemble("ensemble_all" + GPU_SUFFIX)
             pre_modes[P_OURS_GPU] = runners.preprocess_model("preprocess" + GPU_SUFFIX)
         checks = cross_check(runners, modes, pre_modes, pool.take(32))
+        bert_probe = {A: runners.compute_seconds("bert-large"), B: runners.compute_seconds("bert-large")}
+        if gpu:
+            bert_probe[C] = runners.compute_seconds("bert-large" + GPU_SUFFIX)
         for line in checks:
             step("check: " + line)
         # one warm-up request per mode (first-call costs: onnxruntime arenas, gRPC channels)
@@ -585,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.sizes:
             for stage, group, bounds in ((PRE, pre_modes, pre), (PIPELINE, modes, full)):
                 if args.concurrency == 1:
-                    got = measure_interleaved(stage, group, n, pool, bounds)
+                    got = measure_interleaved(stage, group, n, pool, bounds, bert_probe if stage == PIPELINE else None)
                 else:
                     got = [measure(Cell(stage, name, n), make, pool, bounds) for name, make in group.items()]
                 cells.extend(got)
@@ -618,7 +689,7 @@ def main(argv: list[str] | None = None) -> int:
     section = "\n".join(parts)
     print(section)
     if args.plot:
-        plot(cells, args.plot, f"triton-textops, readability pipeline in one tritonserver — {machine()}")
+        plot(cells, args.plot, f"triton-textops, readability pipeline in one tritonserver — {machine()}", gpu_note)
         step(f"plot {args.plot}")
     if args.results:
         append_results(args.results_file, section + (f"\n![throughput vs batch size]({args.plot.name})\n"
@@ -640,10 +711,16 @@ def summary(cells: list[Cell], sizes: Sequence[int]) -> str:
 
     lines = ["Summary (ratios from this run):", ""]
     for n in (sizes[0], sizes[-1]):
+        rest = {m: next((c.other_p50() for c in cells if c.stage == PIPELINE and c.mode == m and c.batch == n),
+                        float("nan")) for m in (A, B)}
         lines.append(f"- batch {n}: (B)/(A) throughput {_fmt(tput(PIPELINE, B, n) / tput(PIPELINE, A, n), 2)}x, "
-                     f"p50 latency (A)/(B) {_fmt(p50(PIPELINE, A, n) / p50(PIPELINE, B, n), 2)}x; "
+                     f"p50 latency (A)/(B) {_fmt(p50(PIPELINE, A, n) / p50(PIPELINE, B, n), 2)}x, "
+                     f"time outside BERT compute (A)/(B) {_fmt(rest[A] / rest[B], 2)}x "
+                     f"({_fmt(rest[A])} vs {_fmt(rest[B])} ms); "
                      f"preprocess model / HF python model throughput "
-                     f"{_fmt(tput(PRE, P_OURS, n) / tput(PRE, P_HF, n), 2)}x")
+                     f"{_fmt(tput(PRE, P_OURS, n) / tput(PRE, P_HF, n), 2)}x; pre-processing is "
+                     f"{_fmt(100 * p50(PRE, P_OURS, n) / p50(PIPELINE, B, n), 1)}% (our model) and "
+                     f"{_fmt(100 * p50(PRE, P_HF, n) / p50(PIPELINE, B, n), 1)}% (HF model) of (B)'s p50 latency")
         if any(c.mode == C for c in cells):
             lines[-1] += f"; (C)/(A) throughput {_fmt(tput(PIPELINE, C, n) / tput(PIPELINE, A, n), 2)}x"
     return "\n".join(lines)
