@@ -7,6 +7,8 @@ import pytest
 from triton_textops.cli import main
 from triton_textops.deploy import DeployError, inspect_repository
 
+# The KServe SDK registers protobuf symbols (package `inference`) that clash with tritonclient.grpc's in one
+# process, so `make test` runs this module in its own pytest process (see the Makefile).
 kserve = pytest.importorskip("kserve", reason="the KServe SDK is the 'deploy' extra")
 yaml = pytest.importorskip("yaml")
 
