@@ -443,6 +443,10 @@ def _fmt(x: float, nd: int = 1) -> str:
     return "–" if not math.isfinite(x) else f"{x:,.{nd}f}"
 
 
+def _ratio(x: float) -> str:
+    return "–" if not math.isfinite(x) else f"{x:.2f}x"
+
+
 FEW = 5  # fewer requests than this per mode: the ratio is marked as within run-to-run noise
 
 
@@ -473,15 +477,14 @@ def table(cells: list[Cell], stage: str, baseline: str, sizes: Sequence[int]) ->
             note = f" ({c.note})" if c.note else ""
             cols = f" {_fmt(c.bert_p50())} | {_fmt(c.other_p50())} |" if split else ""
             out.append(f"| {n} | {m}{note} | {c.requests} | {_fmt(c.pct(50))} | {_fmt(c.pct(99))} |{cols} "
-                       f"{_fmt(c.texts_per_s, 0)} | {_fmt(ratio, 2)}x{' †' if few and m != baseline else ''} |")
+                       f"{_fmt(c.texts_per_s, 0)} | {_ratio(ratio)}{' †' if few and m != baseline and c.requests else ''} |")
     if split:
         out += ["", "BERT ms: the BERT model's server-side compute per request (Triton statistics, read around each "
                 "request); rest ms: median of latency minus that, i.e. pre/post-processing, the other model, "
                 "transfers and scheduling: the part the deployment mode changes."]
     if spreads:
         out += ["", f"† from fewer than {FEW} requests per mode (p99 is then about the maximum); the request times "
-                f"within such a cell differ by up to {100 * max(spreads):.0f}% of their median on this machine, so "
-                "treat these ratios as within noise."]
+                f"within such a cell differ by up to {100 * max(spreads):.0f}% of their median in this run."]
     return "\n".join(out)
 
 
@@ -489,9 +492,12 @@ def _minor_labeller(ax: Any) -> Callable[[float, object], str]:
     """Minor tick labels of a log y axis: every one within a single decade, else only the 2x and 5x ones."""
     def label(v: float, _: object) -> str:
         lo, hi = ax.get_ylim()
-        leads = (2, 3, 4, 5, 6, 7, 8, 9) if hi / max(lo, 1e-9) < 10 else (2, 5)
-        lead = v / 10 ** math.floor(math.log10(v)) if v > 0 else 0
-        return f"{v:,.0f}" if round(lead) in leads and v >= 1 else ""
+        if v < 1:
+            return ""
+        if hi / max(lo, 1e-9) < 10:
+            return f"{v:,.0f}"
+        lead = v / 10 ** math.floor(math.log10(v))
+        return f"{v:,.0f}" if round(lead) in (2, 5) else ""
 
     return label
 
@@ -524,8 +530,8 @@ def plot(cells: list[Cell], path: Path, title: str, note: str = "") -> None:
         ax.set_title(heading, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    if note:
-        axes[0].text(0.02, 0.02, note, transform=axes[0].transAxes, fontsize=8, color="0.35")
+    if note:  # under the left panel's title, where no data point can be
+        axes[0].set_title(f"Full pipeline (excerpt → score)\n{note}", fontsize=10)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -557,7 +563,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--seconds", type=float, default=None, help="time per cell (default 4, --quick 1)")
     ap.add_argument("--pre-seconds", type=float, default=None, help="time per pre-processing cell (default 2)")
     ap.add_argument("--max-requests", type=int, default=200, help="most requests per cell")
-    ap.add_argument("--min-requests", type=int, default=None, help="fewest requests per cell (default 2)")
+    ap.add_argument("--min-requests", type=int, default=None, help="fewest requests per cell (default 3, --quick 2)")
     ap.add_argument("--concurrency", type=int, default=1, help="client threads, one request in flight each")
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds for all measurements; later cells are skipped (default 420, --quick 90)")
@@ -578,7 +584,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.sizes = [int(s) for s in (args.sizes or ("1,16,128" if q else "1,8,32,128,512")).split(",")]
     args.seconds = args.seconds if args.seconds is not None else (1.0 if q else 4.0)
     args.pre_seconds = args.pre_seconds if args.pre_seconds is not None else (0.5 if q else 2.0)
-    args.min_requests = args.min_requests if args.min_requests is not None else 2
+    args.min_requests = args.min_requests if args.min_requests is not None else (2 if q else 3)
     args.budget = args.budget if args.budget is not None else (90.0 if q else 420.0)
     if args.plot is None and args.results:
         args.plot = HERE / "pipeline.png"
@@ -713,16 +719,16 @@ def summary(cells: list[Cell], sizes: Sequence[int]) -> str:
     for n in (sizes[0], sizes[-1]):
         rest = {m: next((c.other_p50() for c in cells if c.stage == PIPELINE and c.mode == m and c.batch == n),
                         float("nan")) for m in (A, B)}
-        lines.append(f"- batch {n}: (B)/(A) throughput {_fmt(tput(PIPELINE, B, n) / tput(PIPELINE, A, n), 2)}x, "
-                     f"p50 latency (A)/(B) {_fmt(p50(PIPELINE, A, n) / p50(PIPELINE, B, n), 2)}x, "
-                     f"time outside BERT compute (A)/(B) {_fmt(rest[A] / rest[B], 2)}x "
-                     f"({_fmt(rest[A])} vs {_fmt(rest[B])} ms); "
+        split = (f", time outside BERT compute (A)/(B) {_ratio(rest[A] / rest[B])} ({_fmt(rest[A])} vs "
+                 f"{_fmt(rest[B])} ms)" if math.isfinite(rest[A] / rest[B]) else "")
+        lines.append(f"- batch {n}: (B)/(A) throughput {_ratio(tput(PIPELINE, B, n) / tput(PIPELINE, A, n))}, "
+                     f"p50 latency (A)/(B) {_ratio(p50(PIPELINE, A, n) / p50(PIPELINE, B, n))}{split}; "
                      f"preprocess model / HF python model throughput "
-                     f"{_fmt(tput(PRE, P_OURS, n) / tput(PRE, P_HF, n), 2)}x; pre-processing is "
+                     f"{_ratio(tput(PRE, P_OURS, n) / tput(PRE, P_HF, n))}; pre-processing is "
                      f"{_fmt(100 * p50(PRE, P_OURS, n) / p50(PIPELINE, B, n), 1)}% (our model) and "
                      f"{_fmt(100 * p50(PRE, P_HF, n) / p50(PIPELINE, B, n), 1)}% (HF model) of (B)'s p50 latency")
         if any(c.mode == C for c in cells):
-            lines[-1] += f"; (C)/(A) throughput {_fmt(tput(PIPELINE, C, n) / tput(PIPELINE, A, n), 2)}x"
+            lines[-1] += f"; (C)/(A) throughput {_ratio(tput(PIPELINE, C, n) / tput(PIPELINE, A, n))}"
     return "\n".join(lines)
 
 
