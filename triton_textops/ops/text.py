@@ -228,7 +228,7 @@ class Normalizer:
         # 256-entry byte tables: ASCII bytes mapped; bytes >= 0x80 kept (handled per character)
         self.len256 = xp.asarray(np.concatenate([a_len, np.ones(128, dtype=np.uint8)]))
         self.byte256 = xp.asarray(np.concatenate([a_byte, np.arange(128, 256, dtype=np.uint8)]))
-        self.ascii_class = xp.asarray(t["pretok_class"][:128])
+        self.class256 = xp.asarray(np.concatenate([t["pretok_class"][:128], np.zeros(128, dtype=np.uint8)]))
 
     @classmethod
     def get(cls, lowercase: bool = True, xp: ModuleType = np) -> Normalizer:
@@ -305,27 +305,38 @@ class Normalizer:
         xp = self.xp
         out, text_offsets, out_pos = self.normalize(batch)
         total = out.shape[0]
-        cls = xp.where(out < 0x80, self.ascii_class[out & 0x7F], 0).astype(xp.uint8)
+        cls = self.class256[out]  # ASCII classes; non-ASCII bytes patched below
         hi = xp.flatnonzero(out >= 0x80)
-        if hi.shape[0]:
+        ascii_only = hi.shape[0] == 0
+        if not ascii_only:
             is_lead_hi = out[hi] >= 0xC0
             lead_hi = hi[is_lead_hi]
             lead_cls = self.pclass[decode_at(out, lead_hi, xp)]
             cls[hi] = lead_cls[xp.cumsum(is_lead_hi) - 1]
-        is_lead = (out & 0xC0) != 0x80
         boundary = xp.zeros(total + 1, dtype=bool)  # first byte of a text (and the end)
         boundary[text_offsets] = True
+        brk = cls != WORD
         not_space = cls != SPACE
         is_p = cls == PUNCT
-        prev_break = xp.ones(total, dtype=bool)
-        prev_break[1:] = cls[:-1] != WORD
-        next_break = xp.ones(total, dtype=bool)
-        next_break[:-1] = cls[1:] != WORD
-        char_end = xp.ones(total, dtype=bool)
-        char_end[:-1] = is_lead[1:]
-        first = xp.flatnonzero(is_lead & not_space & (is_p | prev_break | boundary[:total]))
-        last = xp.flatnonzero(char_end & not_space & (is_p | next_break | boundary[1:]))
-        nlead = xp.cumsum(is_lead, dtype=xp.int64)
+        prev_break = xp.empty(total, dtype=bool)
+        next_break = xp.empty(total, dtype=bool)
+        if total:
+            prev_break[0] = next_break[-1] = True
+            prev_break[1:] = brk[:-1]
+            next_break[:-1] = brk[1:]
+        start_mask = not_space & (is_p | prev_break | boundary[:total])
+        end_mask = not_space & (is_p | next_break | boundary[1:])
+        if ascii_only:  # every byte is a character
+            first, last = xp.flatnonzero(start_mask), xp.flatnonzero(end_mask)
+            nchars = last - first + 1
+        else:
+            is_lead = (out & 0xC0) != 0x80
+            char_end = xp.ones(total, dtype=bool)
+            char_end[:-1] = is_lead[1:]
+            first = xp.flatnonzero(is_lead & start_mask)
+            last = xp.flatnonzero(char_end & end_mask)
+            nlead = xp.cumsum(is_lead, dtype=xp.int64)
+            nchars = nlead[last] - nlead[first] + 1
         tok_text = segment_of(text_offsets, first, xp)
         pre = PreTokens(
             xp=xp,
@@ -334,7 +345,7 @@ class Normalizer:
             text_offsets=text_offsets,
             start=first,
             end=last + 1,
-            nchars=nlead[last] - nlead[first] + 1,
+            nchars=nchars,
             text=tok_text,
             tok_offsets=xp.searchsorted(tok_text, xp.arange(batch.n + 1), side="left"),
             is_punct=is_p[first],
