@@ -439,9 +439,9 @@ def _powers(base: int, n: int, xp: ModuleType) -> tuple[Any, Any]:
         size = max(n + 1, 2 * (have[0].shape[0] if have else 0), 1 << 16)
         out = []
         for b in (base, pow(base, -1, 1 << 64)):
-            pw = xp.full(size, b, dtype=xp.uint64)
+            pw = np.full(size, np.uint64(b), dtype=np.uint64)  # built on the host: exact uint64 wrap-around
             pw[0] = 1
-            out.append(xp.cumprod(pw, dtype=xp.uint64))
+            out.append(xp.asarray(np.cumprod(pw, dtype=np.uint64)))
         have = _POW_CACHE[key] = (out[0], out[1])
     return have
 
