@@ -255,7 +255,7 @@ class BertTokenizer:
             return best, xp.where(hit, blen, 0)
         best = xp.full(n, -1, dtype=xp.int64)
         blen = xp.zeros(n, dtype=xp.int64)
-        order = xp.argsort(-rem.astype(xp.int16), kind="stable")
+        order = xp.argsort(-rem.astype(xp.int16))  # any order of equal lengths gives the same result
         rem_sorted = rem[order]
         # number of words with rem >= l, for each l: words are sorted by rem descending
         counts = xp.searchsorted(-rem_sorted, -xp.arange(top + 1), side="right")
