@@ -1,4 +1,4 @@
-"""Fixtures for the ops tests: bundled data only (never ../shared)."""
+"""Fixtures for the ops tests: only data bundled in the package (a fresh clone has nothing else)."""
 
 from __future__ import annotations
 
