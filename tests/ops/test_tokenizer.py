@@ -269,12 +269,16 @@ def test_every_wordpiece_strategy_is_exact(oracle, austen, vocab_path, monkeypat
 
 def test_byte_table_verifies_every_candidate():
     """A hash hit is only an answer once its bytes are compared: a forged candidate is rejected."""
-    from triton_textops.ops.text import ByteTable
+    from triton_textops.ops.text import ByteTable, pad8
 
-    table = ByteTable([b"apple", b"##ing", b"pie"])
-    data = np.frombuffer(b"applepieing", dtype=np.uint8)
-    start, length = np.array([0, 5, 8, 0]), np.array([5, 3, 3, 5])
-    forged = np.array([0, 2, 1, 2])  # last: claims "pie" for "apple"
-    got = table.verify(forged.copy(), data, start, length, b"##", np.array([False, False, True, False]))
-    np.testing.assert_array_equal(got, [0, 2, 1, -1])
-    assert table.verify(np.array([1]), data, np.array([8]), np.array([3])).tolist() == [-1]  # "##" needed
+    table = ByteTable([b"apple", b"##ing", b"pie", b"##abcdefghijklmnopq", b"abcdefghijklmnopqr"])
+    data = np.frombuffer(b"applepieingabcdefghijklmnopqrabcdefghijklmnopqX", dtype=np.uint8)
+    start = np.array([0, 5, 8, 0, 11, 11, 29])
+    length = np.array([5, 3, 3, 5, 17, 18, 18])
+    forged = np.array([0, 2, 1, 2, 3, 4, 4])  # 3: "pie" for "apple"; 6: differs in its 18th byte
+    cont = np.array([False, False, True, False, True, False, False])
+    expected = [0, 2, 1, -1, 3, 4, -1]
+    for words8 in (None, pad8(np, data)):  # byte by byte, and 8 bytes at a time
+        got = table.verify(forged.copy(), data, start, length, b"##", cont, words8=words8)
+        np.testing.assert_array_equal(got, expected)
+        assert table.verify(np.array([1]), data, np.array([8]), np.array([3]), words8=words8).tolist() == [-1]

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops.text import ByteTable, Normalizer, PreTokens, TextBatch
+from triton_textops.ops.text import ByteTable, Normalizer, PreTokens, TextBatch, load8, pad8
 from triton_textops.ops.xp import get_xp
 
 __all__ = [
@@ -147,31 +147,6 @@ _CLOSE_KEYS = tuple(_packed_const(s) for s in CLOSERS)
 _ABBR_KEYS = tuple(_packed_const(s) for s in ABBREVIATIONS)
 
 
-def _head8(xp: ModuleType, words: Any, start: Any, length: Any) -> Any:
-    """First ``min(length, 8)`` bytes of each span, little-endian in a uint64 (zeros after).
-
-    ``words`` is :func:`_pad8` of the normalized bytes. Two aligned 8-byte loads and shifts per span.
-    Normalized text never holds a NUL byte, so for spans of at most 8 bytes this value alone is the
-    exact identity of the bytes.
-    """
-    q = start >> 3
-    r = (start & 7).astype(np.uint64) * np.uint64(8)
-    # (x << (63 - r)) << 1 == x << (64 - r), and 0 when r == 0 (a shift by 64 is undefined)
-    one = xp.ones(r.shape, dtype=np.uint64)
-    head = (words[q] >> r) | ((words[q + 1] << ((one * 63) - r)) << one)
-    shift = (xp.minimum(length, 7) * 8).astype(np.uint64)
-    mask = xp.where(length < 8, (one << shift) - one, ~(one - one))
-    return head & mask
-
-
-def _pad8(xp: ModuleType, data: Any) -> Any:
-    """The bytes followed by at least 8 zero bytes, viewed as little-endian uint64 words."""
-    n = int(data.shape[0])
-    padded = xp.zeros(((n + 8) // 8 + 1) * 8, dtype=np.uint8)
-    padded[:n] = data
-    return padded.view("<u8")
-
-
 def _same_tail(xp: ModuleType, data: Any, a_start: Any, b_data: Any, b_start: Any, length: Any) -> Any:
     """Bytes 8..length of span a (in ``data``) equal those of span b (in ``b_data``), per pair."""
     if a_start.shape[0] == 0:
@@ -199,7 +174,7 @@ def _span_keys(xp: ModuleType, words8: Any, start: Any, length: Any, head: Any) 
     tail = head.copy()
     li = xp.flatnonzero(length > 8)
     if li.shape[0]:
-        tail[li] = _head8(xp, words8, start[li] + length[li] - 8, xp.full(li.shape[0], 8, dtype=np.int64))
+        tail[li] = load8(xp, words8, start[li] + length[li] - 8, xp.full(li.shape[0], 8, dtype=np.int64))
     k = (head * np.uint64(_K1)) ^ (tail * np.uint64(_K2)) ^ (length.astype(np.uint64) * np.uint64(_K3))
     k ^= k >> np.uint64(32)
     k *= np.uint64(_SLOT_MIX)
@@ -225,8 +200,8 @@ class _WordTable:
         np.cumsum(lens[:-1], out=starts[1:])
         pool = np.frombuffer(b"".join(enc) + b"\0", dtype=np.uint8)
         # the same functions as serving, on the table's own bytes
-        w8 = _pad8(np, pool)
-        head = _head8(np, w8, starts[:-1], lens[:-1])
+        w8 = pad8(np, pool)
+        head = load8(np, w8, starts[:-1], lens[:-1])
         karr = _span_keys(np, w8, starts[:-1], lens[:-1], head)
         self.fallback = None
         if len(set(karr.tolist())) != len(enc):
@@ -641,12 +616,12 @@ class ReadabilityFeatures:
         n_punct = (offs[1:] - offs[:-1]) - n_words
 
         # --- words: one exact table lookup serves stop words and corpus words
-        words8 = _pad8(xp, pre.data)
+        words8 = pre.words8()
         widx = xp.flatnonzero(word)
         wtext = pre.text[widx]
         ws, we = pre.start[widx], pre.end[widx]
         wl = we - ws
-        head = _head8(xp, words8, ws, wl)
+        head = load8(xp, words8, ws, wl)
         skey = _span_keys(xp, words8, ws, wl, head)
         table: _WordTable = t["table"]
         hit = table.lookup(pre, ws, wl, skey, head)
@@ -700,7 +675,7 @@ class ReadabilityFeatures:
         tail_from = offs[:-1]  # words are counted from here on when a text has no sentence end
         if n_p:
             text_p, st_p, en_p = pre.text[p], pre.start[p], pre.end[p]
-            pk = _head8(xp, words8, st_p, en_p - st_p)
+            pk = load8(xp, words8, st_p, en_p - st_p)
             term = _is_any(xp, pk, _TERM_KEYS)
             closer = _is_any(xp, pk, _CLOSE_KEYS)
             # the next token (of any kind) is in the same text and starts where this one ends
@@ -725,7 +700,7 @@ class ReadabilityFeatures:
                 prev = p[cand] - 1
                 pl = pre.end[prev] - pre.start[prev]
                 # a word of at most 8 bytes is identified by its packed bytes (abbreviations have 2-4)
-                pkey = xp.where(pl <= 4, _head8(xp, words8, pre.start[prev], pl), np.uint64(0))
+                pkey = xp.where(pl <= 4, load8(xp, words8, pre.start[prev], pl), np.uint64(0))
                 ends[cand] = ~((pre.nchars[prev] == 1) | _is_any(xp, pkey, _ABBR_KEYS))
             e_tok, e_text = p[ends], text_p[ends]
             n_ends = _bincount(xp, e_text, pre.n)

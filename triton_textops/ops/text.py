@@ -151,6 +151,30 @@ def _host(a: Any) -> np.ndarray:
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
+def pad8(xp: ModuleType, data: Any) -> Any:
+    """The bytes followed by at least 8 zero bytes, viewed as little-endian uint64 words."""
+    n = int(data.shape[0])
+    padded = xp.zeros(((n + 8) // 8 + 1) * 8, dtype=np.uint8)
+    padded[:n] = data
+    return padded.view("<u8")
+
+
+def load8(xp: ModuleType, words: Any, start: Any, length: Any) -> Any:
+    """First ``min(length, 8)`` bytes of each span, little-endian in a uint64 (zeros after).
+
+    ``words`` is :func:`pad8` of the bytes: two aligned 8-byte loads and shifts per span. Normalized
+    text never holds a NUL byte, so for spans of at most 8 bytes this value alone identifies the bytes.
+    """
+    q = start >> 3
+    r = (start & 7).astype(np.uint64) * np.uint64(8)
+    # (x << (63 - r)) << 1 == x << (64 - r), and 0 when r == 0 (a shift by 64 is undefined)
+    one = xp.ones(r.shape, dtype=np.uint64)
+    head = (words[q] >> r) | ((words[q + 1] << ((one * 63) - r)) << one)
+    shift = (xp.minimum(length, 7) * 8).astype(np.uint64)
+    mask = xp.where(length < 8, (one << shift) - one, ~(one - one))
+    return head & mask
+
+
 def decode_at(data: Any, lead: Any, xp: ModuleType) -> Any:
     """Code points (int32) of the UTF-8 sequences starting at positions ``lead`` (input already valid)."""
     n = data.shape[0]
@@ -198,6 +222,12 @@ class PreTokens:
     special: Any = None  # int64 per token: index of a raw special token (-1 none, -2 absorbed), or None
     lowercase: bool = True  # the casing the text was normalized with
     _prefix: dict = field(default_factory=dict, repr=False)
+
+    def words8(self) -> Any:
+        """``data`` as padded little-endian uint64 words (:func:`pad8`), computed once."""
+        if "words8" not in self._prefix:
+            self._prefix["words8"] = pad8(self.xp, self.data)
+        return self._prefix["words8"]
 
     def prefix_hash(self, which: int = 0) -> tuple[Any, Any]:
         """(P, powB) prefix arrays of polynomial hash ``which`` over ``data`` (computed once, cached)."""
@@ -498,10 +528,23 @@ class ByteTable:
         self.str_start = xp.asarray(starts[:-1])
         self.str_len = xp.asarray(lens)
         self.pool = xp.asarray(np.frombuffer(b"".join(strings) or b"\0", dtype=np.uint8))
+        self._packed: dict[int, Any] = {}
+
+    def packed(self, offset: int) -> Any:
+        """(strings, k) uint64: bytes ``8k .. 8k+7`` of each string after its first ``offset`` bytes."""
+        if offset not in self._packed:
+            width = max(1, (self.max_len - offset + 7) // 8)
+            arr = np.zeros((len(self.strings), width), dtype=np.uint64)
+            for i, st in enumerate(self.strings):
+                body = st[offset:]
+                for k in range(0, len(body), 8):
+                    arr[i, k // 8] = int.from_bytes(body[k : k + 8], "little")
+            self._packed[offset] = self.xp.asarray(arr)
+        return self._packed[offset]
 
     def find(
         self, keys: Any, data: Any, start: Any, length: Any, prefix: bytes = b"", with_prefix: Any = None,
-        *, verify: bool = True,
+        *, verify: bool = True, words8: Any = None,
     ) -> Any:
         """Index of the string equal to ``prefix + data[start:start+length]`` for each query, else -1.
         ``keys`` are the queries' hashes (``hash_bytes`` of the full string); ``with_prefix`` (bool per
@@ -519,12 +562,14 @@ class ByteTable:
             hit = (cand >= 0) & (self.slot_key[slot] == keys) & (res < 0)
             res = xp.where(hit, cand, res)
             slot = (slot + 1) & mask
-        return self.verify(res, data, start, length, prefix, with_prefix) if verify else res
+        return self.verify(res, data, start, length, prefix, with_prefix, words8=words8) if verify else res
 
     def verify(
-        self, res: Any, data: Any, start: Any, length: Any, prefix: bytes = b"", with_prefix: Any = None
+        self, res: Any, data: Any, start: Any, length: Any, prefix: bytes = b"", with_prefix: Any = None,
+        *, words8: Any = None,
     ) -> Any:
-        """``res`` with every candidate whose bytes differ from the query set to -1 (in place)."""
+        """``res`` with every candidate whose bytes differ from the query set to -1 (in place).
+        With ``words8`` (:func:`pad8` of ``data``) the bytes are compared 8 at a time."""
         xp = self.xp
         hit = xp.flatnonzero(res >= 0)
         if hit.size == 0:
@@ -541,7 +586,19 @@ class ByteTable:
         if with_prefix is not None:
             np_ = np_[:, None]
         width = int(ln.max())
-        if width:
+        if width and words8 is not None:
+            np_vec = np_[:, 0] if with_prefix is not None else None
+            for k in range((width + 7) // 8):
+                left = ln - 8 * k
+                inside = left > 0
+                got = load8(xp, words8, xp.minimum(st + 8 * k, data.shape[0]), xp.maximum(left, 0))
+                if with_prefix is None:
+                    want = self.packed(len(prefix))[idx, min(k, self.packed(len(prefix)).shape[1] - 1)]
+                else:
+                    p0, p1 = self.packed(0), self.packed(len(prefix))
+                    want = xp.where(np_vec > 0, p1[idx, min(k, p1.shape[1] - 1)], p0[idx, min(k, p0.shape[1] - 1)])
+                ok &= (got == want) | ~inside
+        elif width:
             j = xp.arange(width, dtype=xp.int64)
             inside = j[None, :] < ln[:, None]
             a = data[xp.minimum(xp.where(inside, st[:, None] + j[None, :], 0), data.shape[0] - 1)]
@@ -559,7 +616,7 @@ class ByteTable:
         ok = xp.flatnonzero((end > start) & (end - start <= self.max_len))
         if ok.size:
             s, e = start[ok], end[ok]
-            res[ok] = self.find(span_hash(pre, s, e), pre.data, s, e - s)
+            res[ok] = self.find(span_hash(pre, s, e), pre.data, s, e - s, words8=pre.words8())
         return xp.where(res >= 0, self.values[xp.maximum(res, 0)], -1)
 
 

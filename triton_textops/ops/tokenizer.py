@@ -193,6 +193,7 @@ class BertTokenizer:
         key = span_hash(pre, s, s + qlen) + xp.where(cont[at], self._seed_pows[qlen], xp.uint64(0))
         with_prefix = cont[at]
         found = self.table.find(key, pre.data, s, qlen, CONTINUATION, with_prefix, verify=False)
+        words8 = pre.words8()
         qidx = xp.full(total * top, -1, dtype=xp.int64)
         qidx[q] = xp.arange(q.shape[0])
         while True:  # verify only each byte's longest candidate; a (rare) collision falls back to the next
@@ -200,7 +201,9 @@ class BertTokenizer:
             score[q] = xp.where(found >= 0, qlen, 0)
             best_len = score.reshape(total, top).max(axis=1)
             chosen = qidx[xp.flatnonzero(best_len > 0) * top + best_len[best_len > 0] - 1]
-            checked = self.table.verify(found[chosen], pre.data, s[chosen], qlen[chosen], CONTINUATION, with_prefix[chosen])
+            checked = self.table.verify(
+                found[chosen], pre.data, s[chosen], qlen[chosen], CONTINUATION, with_prefix[chosen], words8=words8
+            )
             bad = chosen[checked < 0]
             if bad.shape[0] == 0:
                 break
@@ -243,7 +246,7 @@ class BertTokenizer:
             key = span_hash(pre, s, s + qlen)
             if cont:
                 key = key + self._seed_pows[qlen]
-            found = self.table.find(key, pre.data, s, qlen, prefix)
+            found = self.table.find(key, pre.data, s, qlen, prefix, words8=pre.words8())
             score = xp.full(n * top, -1, dtype=xp.int64)
             score[q] = xp.where(found >= 0, qlen, -1)
             blen = score.reshape(n, top).max(axis=1) if n else xp.zeros(0, dtype=xp.int64)
@@ -269,7 +272,7 @@ class BertTokenizer:
             key = span_hash(pre, s, s + ln)
             if cont:  # hash("##" + s) = hash("##") * B^len(s) + hash(s)
                 key = key + self._seed_pows[ln]
-            found = self.table.find(key, pre.data, s, ln, prefix)
+            found = self.table.find(key, pre.data, s, ln, prefix, words8=pre.words8())
             hit = found >= 0
             best[cand[hit]] = self.table.values[found[hit]]
             blen[cand[hit]] = ln
