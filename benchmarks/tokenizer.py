@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import austen, batches, best_of, machine  # noqa: E402
 
 from triton_textops import BertTokenizer  # noqa: E402
-from triton_textops.ops.xp import gpu_available  # noqa: E402
+from triton_textops.ops.xp import gpu_available, tune_host_allocator  # noqa: E402
 
 VOCAB = str(resources.files("triton_textops") / "data" / "bert-base-uncased-vocab.txt")
 L = 128
@@ -68,6 +68,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer texts at batch 1")
     args = ap.parse_args()
+    # as our Triton models do in initialize: large temporaries stay on the heap (see tune_host_allocator)
+    print(f"# glibc mmap/trim thresholds raised: {tune_host_allocator()}")
     texts = austen()
     print(f"# {machine()}")
     print(f"# corpus: {len(texts)} paragraphs, {sum(len(t.encode()) for t in texts) / 1e6:.2f} MB; max_length={L}")

@@ -282,3 +282,17 @@ def test_byte_table_verifies_every_candidate():
         got = table.verify(forged.copy(), data, start, length, b"##", cont, words8=words8)
         np.testing.assert_array_equal(got, expected)
         assert table.verify(np.array([1]), data, np.array([8]), np.array([3]), words8=words8).tolist() == [-1]
+
+
+def test_tune_host_allocator_is_idempotent():
+    import sys
+
+    from triton_textops.ops.xp import tune_host_allocator
+
+    first = tune_host_allocator()
+    assert tune_host_allocator() is first
+    if sys.platform.startswith("linux"):
+        import platform
+
+        if platform.libc_ver()[0] == "glibc":
+            assert first is True

@@ -16,7 +16,7 @@ import numpy as np
 
 from triton_textops.errors import ConfigError, InputError
 from triton_textops.ops.text import TextBatch, invalid_utf8_rows, pack_host
-from triton_textops.ops.xp import get_xp
+from triton_textops.ops.xp import get_xp, tune_host_allocator
 from triton_textops.triton import io
 from triton_textops.triton.params import Param, parse_parameters
 
@@ -123,6 +123,7 @@ class TextOpsModel:
         self.batched = cfg.get("max_batch_size", 0) > 0
         self.device = io.device_of(args)
         self.xp = get_xp(self.device)
+        tune_host_allocator()  # this stub process serves this instance: keep batch temporaries on the heap
         with self._on_device():
             self.setup()
 
