@@ -267,9 +267,12 @@ def test_every_wordpiece_strategy_is_exact(oracle, austen, vocab_path, monkeypat
     assert_same(tok.encode(texts, max_length=64), *reference_rows(oracle, texts, 64))
 
 
-def test_byte_table_verifies_every_candidate():
+def test_byte_table_verifies_every_candidate(monkeypatch):
     """A hash hit is only an answer once its bytes are compared: a forged candidate is rejected."""
+    import triton_textops.ops.text as text_mod
     from triton_textops.ops.text import ByteTable, pad8
+
+    monkeypatch.setattr(text_mod, "_PACKED_MIN", 0)  # small inputs take the packed path too
 
     table = ByteTable([b"apple", b"##ing", b"pie", b"##abcdefghijklmnopq", b"abcdefghijklmnopqr"])
     data = np.frombuffer(b"applepieingabcdefghijklmnopqrabcdefghijklmnopqX", dtype=np.uint8)

@@ -27,6 +27,7 @@ WORD, SPACE, PUNCT = 0, 1, 2  # pre-tokenizer classes of a normalized code point
 _M64 = (1 << 64) - 1
 HASH_BASES = (0x100000001B3, 0x9E3779B97F4A7C15 | 1)  # two odd bases: two independent polynomial hashes
 _MIX = 0xD6E8FEB86659FD93  # odd multiplier that spreads keys over hash-table slots
+_PACKED_MIN = 1 << 14  # compared bytes above which verification loads 8 bytes at a time (fewer passes)
 
 
 # --------------------------------------------------------------------------------------------- input
@@ -586,7 +587,7 @@ class ByteTable:
         if with_prefix is not None:
             np_ = np_[:, None]
         width = int(ln.max())
-        if width and words8 is not None:
+        if width and words8 is not None and hit.shape[0] * width > _PACKED_MIN:  # large: 8 bytes per compare
             np_vec = np_[:, 0] if with_prefix is not None else None
             for k in range((width + 7) // 8):
                 left = ln - 8 * k
