@@ -535,12 +535,15 @@ class ByteTable:
         """(strings, k) uint64: bytes ``8k .. 8k+7`` of each string after its first ``offset`` bytes."""
         if offset not in self._packed:
             width = max(1, (self.max_len - offset + 7) // 8)
-            arr = np.zeros((len(self.strings), width), dtype=np.uint64)
-            for i, st in enumerate(self.strings):
-                body = st[offset:]
-                for k in range(0, len(body), 8):
-                    arr[i, k // 8] = int.from_bytes(body[k : k + 8], "little")
-            self._packed[offset] = self.xp.asarray(arr)
+            lens = np.fromiter((len(st) for st in self.strings), dtype=np.int64, count=len(self.strings))
+            starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+            words = pad8(np, np.frombuffer(b"".join(self.strings) or b"\0", dtype=np.uint8))
+            cols = []
+            for k in range(width):
+                left = np.clip(lens - offset - 8 * k, 0, 8)
+                pos = np.minimum(starts + offset + 8 * k, starts + lens)  # stays inside the pool
+                cols.append(np.where(left > 0, load8(np, words, pos, left), np.uint64(0)))
+            self._packed[offset] = self.xp.asarray(np.stack(cols, axis=1) if cols else np.zeros((0, 1), np.uint64))
         return self._packed[offset]
 
     def find(
