@@ -19,7 +19,7 @@ fi
 export PYTHONUNBUFFERED=1
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 --version;
   python3 -c "import cupy, numpy; print('cupy', cupy.__version__, 'numpy', numpy.__version__)"; } > "$OUT/machine.txt" 2>&1
-timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider -p no:triton_textops tests 2>&1 | tee "$OUT/pytest-gpu.txt"
+timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider -p no:triton_textops tests/ops tests/models tests/testing 2>&1 | tee "$OUT/pytest-gpu.txt"
 timeout 150 python3 benchmarks/tokenizer.py --quick 2>&1 | tee "$OUT/bench-tokenizer.txt"
 if [ -f benchmarks/features.py ]; then
   timeout 100 python3 benchmarks/features.py 2>&1 | tee "$OUT/bench-features.txt"
