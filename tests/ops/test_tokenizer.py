@@ -255,7 +255,7 @@ def test_cudf_backend_on_prose(vocab_path, austen):
     assert same.mean() > 0.99, f"{(~same).sum()} of 500 rows differ"
 
 
-@pytest.mark.parametrize(("walk", "dense"), [(0, 0), (0, 1 << 30), (1 << 30, 0)])
+@pytest.mark.parametrize(("walk", "dense"), [(0, 0), (0, 1 << 30), (1 << 30, 0), (5000, 0), (5000, 1 << 30)])
 def test_every_wordpiece_strategy_is_exact(oracle, austen, vocab_path, monkeypatch, walk, dense):
     """The small-batch walk, the all-lengths round and the longest-first round give the same pieces."""
     import triton_textops.ops.tokenizer as tk
