@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint venv clean bench
+.PHONY: test demo lint venv clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
