@@ -516,15 +516,12 @@ class ByteTable:
         if len(set(keys)) != len(keys):
             dup = len(keys) - len(set(keys))
             raise ValueError(f"ByteTable: {dup} duplicate strings (or a 64-bit collision) in the input")
-        bits = max(3, (max(len(keys), 1) * 4 - 1).bit_length())
-        while True:
-            slots_key, slots_idx, max_probe = _build_slots(keys, bits)
-            if max_probe <= 4 or bits >= 26:
-                break
+        bits = max(3, (max(len(keys), 1) * 5 // 2 - 1).bit_length())
+        while (slots := _build_cuckoo(keys, bits)) is None:
             bits += 1
-        self.bits, self.max_probe = bits, max_probe
-        self.slot_key = xp.asarray(slots_key)
-        self.slot_idx = xp.asarray(slots_idx)
+        self.bits = bits
+        self.slot_key = xp.asarray(slots[0])
+        self.slot_idx = xp.asarray(slots[1])
         self.values = xp.asarray(np.asarray(values, dtype=np.int64))
         self.str_start = xp.asarray(starts[:-1])
         self.str_len = xp.asarray(lens)
@@ -559,13 +556,11 @@ class ByteTable:
         res = xp.full(nq, -1, dtype=xp.int64)
         if nq == 0 or not self.strings:
             return res
-        mask = (1 << self.bits) - 1
-        slot = ((keys * xp.uint64(_MIX)) >> xp.uint64(64 - self.bits)).astype(xp.int64)
-        for _ in range(self.max_probe + 1):
+        shift = xp.uint64(64 - self.bits)
+        for mix in _CUCKOO_MIX:  # a key sits in one of its two slots: two probes, no loop
+            slot = ((keys * xp.uint64(mix)) >> shift).astype(xp.int64)
             cand = self.slot_idx[slot]
-            hit = (cand >= 0) & (self.slot_key[slot] == keys) & (res < 0)
-            res = xp.where(hit, cand, res)
-            slot = (slot + 1) & mask
+            res = xp.where((cand >= 0) & (self.slot_key[slot] == keys), cand, res)
         return self.verify(res, data, start, length, prefix, with_prefix, words8=words8) if verify else res
 
     def verify(
@@ -624,20 +619,27 @@ class ByteTable:
         return xp.where(res >= 0, self.values[xp.maximum(res, 0)], -1)
 
 
-def _build_slots(keys: list[int], bits: int) -> tuple[np.ndarray, np.ndarray, int]:
+_CUCKOO_MIX = (_MIX, 0x9FB21C651E98DF25)  # the two slot functions of the cuckoo table
+
+
+def _build_cuckoo(keys: list[int], bits: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Cuckoo hash table (two slot functions) of distinct uint64 keys, or None when it does not fit."""
     size = 1 << bits
     slot_key = np.zeros(size, dtype=np.uint64)
     slot_idx = np.full(size, -1, dtype=np.int64)
     karr = np.asarray(keys, dtype=np.uint64)
-    home = ((karr * np.uint64(_MIX)) >> np.uint64(64 - bits)).astype(np.int64)
-    max_probe = 0
+    homes = [((karr * np.uint64(m)) >> np.uint64(64 - bits)).astype(np.int64) for m in _CUCKOO_MIX]
     for i in range(len(keys)):
-        s = int(home[i])
-        d = 0
-        while slot_idx[s] >= 0:
-            s = (s + 1) & (size - 1)
-            d += 1
-        slot_key[s] = karr[i]
-        slot_idx[s] = i
-        max_probe = max(max_probe, d)
-    return slot_key, slot_idx, max_probe
+        item, side = i, 0
+        for _ in range(64):
+            slot = int(homes[side][item])
+            if slot_idx[slot] < 0:
+                slot_key[slot], slot_idx[slot] = karr[item], item
+                break
+            other = int(slot_idx[slot])  # evict it to its other slot
+            slot_key[slot], slot_idx[slot] = karr[item], item
+            item = other
+            side = 1 if int(homes[0][item]) == slot else 0
+        else:
+            return None
+    return slot_key, slot_idx
