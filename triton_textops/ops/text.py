@@ -117,7 +117,7 @@ def invalid_utf8_rows(batch: TextBatch) -> np.ndarray:
     Only the non-ASCII bytes are examined, so mostly-ASCII text costs one pass."""
     xp, b, offs = batch.xp, batch.data, batch.offsets
     n = b.shape[0]
-    hi = xp.flatnonzero(b >= 0x80)
+    hi = (b >= 0x80).nonzero()[0]
     if hi.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
     bh = b[hi].astype(xp.int32)
@@ -193,7 +193,7 @@ def decode_at(data: Any, lead: Any, xp: ModuleType) -> Any:
 
 def lead_positions(data: Any, xp: ModuleType) -> Any:
     """Positions of the first byte of every UTF-8 character."""
-    return xp.flatnonzero((data & 0xC0) != 0x80)
+    return ((data & 0xC0) != 0x80).nonzero()[0]
 
 
 # ------------------------------------------------------------------------------------ normalization
@@ -280,7 +280,7 @@ class Normalizer:
         data, offs = batch.data, batch.offsets
         nb = data.shape[0]
         blen = self.len256[data]  # ASCII: 0 (removed) or 1; bytes >= 0x80: 1 (placeholder)
-        lead = xp.flatnonzero(data >= 0xC0)  # non-ASCII characters
+        lead = (data >= 0xC0).nonzero()[0]  # non-ASCII characters
         cps = decode_at(data, lead, xp)
         ln = self.out_len[cps]
         b0 = data[lead]
@@ -291,7 +291,7 @@ class Normalizer:
             self._write_replacements(out, out_pos, data, lead, cps, ln, only_replaced=True)
             return out, offs, out_pos
         blen = xp.where(data < 0x80, blen, 0).astype(xp.int64)
-        keep = xp.flatnonzero(blen)
+        keep = blen.nonzero()[0]
         blen[lead] = ln
         out_end = xp.cumsum(blen)
         total = int(out_end[-1])
@@ -311,7 +311,7 @@ class Normalizer:
         xp = self.xp
         o = self.out_off[cps]
         if only_replaced:
-            sel = xp.flatnonzero(o >= 0)
+            sel = (o >= 0).nonzero()[0]
             lead, o, ln = lead[sel], o[sel], ln[sel]
         if lead.shape[0] == 0:
             return
@@ -337,7 +337,7 @@ class Normalizer:
         out, text_offsets, out_pos = self.normalize(batch)
         total = out.shape[0]
         cls = self.class256[out]  # ASCII classes; non-ASCII bytes patched below
-        hi = xp.flatnonzero(out >= 0x80)
+        hi = (out >= 0x80).nonzero()[0]
         ascii_only = hi.shape[0] == 0
         if not ascii_only:
             is_lead_hi = out[hi] >= 0xC0
@@ -358,14 +358,14 @@ class Normalizer:
         start_mask = not_space & (is_p | prev_break | boundary[:total])
         end_mask = not_space & (is_p | next_break | boundary[1:])
         if ascii_only:  # every byte is a character
-            first, last = xp.flatnonzero(start_mask), xp.flatnonzero(end_mask)
+            first, last = start_mask.nonzero()[0], end_mask.nonzero()[0]
             nchars = last - first + 1
         else:
             is_lead = (out & 0xC0) != 0x80
             char_end = xp.ones(total, dtype=bool)
             char_end[:-1] = is_lead[1:]
-            first = xp.flatnonzero(is_lead & start_mask)
-            last = xp.flatnonzero(char_end & end_mask)
+            first = (is_lead & start_mask).nonzero()[0]
+            last = (char_end & end_mask).nonzero()[0]
             nlead = xp.cumsum(is_lead, dtype=xp.int64)
             nchars = nlead[last] - nlead[first] + 1
         tok_text = segment_of(text_offsets, first, xp)
@@ -394,7 +394,10 @@ class Normalizer:
         ntok = pre.start.shape[0]
         special = xp.full(ntok, -1, dtype=xp.int64)
         firsts = sorted({s[:1] for s in specials})
-        cand = xp.flatnonzero(xp.isin(data, xp.asarray([f[0] for f in firsts], dtype=xp.uint8)))
+        starts_one = data == firsts[0][0]  # a handful of first bytes ("[" for BERT): cheaper than isin
+        for f in firsts[1:]:
+            starts_one |= data == f[0]
+        cand = starts_one.nonzero()[0]
         if cand.size == 0 or ntok == 0:
             return special
         row_end = offs[segment_of(offs, cand, xp) + 1]
@@ -408,7 +411,7 @@ class Normalizer:
                 ok &= data[xp.minimum(cand + k, n_in - 1)] == byte
             which = xp.where(ok, j, which)
             length = xp.where(ok, len(s), length)
-        hit = xp.flatnonzero(which >= 0)
+        hit = (which >= 0).nonzero()[0]
         if hit.size == 0:
             return special
         pos, which, length = cand[hit], which[hit], length[hit]
@@ -570,7 +573,7 @@ class ByteTable:
         """``res`` with every candidate whose bytes differ from the query set to -1 (in place).
         With ``words8`` (:func:`pad8` of ``data``) the bytes are compared 8 at a time."""
         xp = self.xp
-        hit = xp.flatnonzero(res >= 0)
+        hit = (res >= 0).nonzero()[0]
         if hit.size == 0:
             return res
         idx = res[hit]
@@ -612,7 +615,7 @@ class ByteTable:
         start = pre.start if start is None else start
         end = pre.end if end is None else end
         res = xp.full(start.shape[0], -1, dtype=xp.int64)
-        ok = xp.flatnonzero((end > start) & (end - start <= self.max_len))
+        ok = ((end > start) & (end - start <= self.max_len)).nonzero()[0]
         if ok.size:
             s, e = start[ok], end[ok]
             res[ok] = self.find(span_hash(pre, s, e), pre.data, s, e - s, words8=pre.words8())

@@ -125,7 +125,7 @@ class BertTokenizer:
         special = pre.special if pre.special is not None else xp.full(ntok, -1, dtype=xp.int64)
         is_word = special == -1
         too_long = is_word & (pre.nchars > MAX_INPUT_CHARS_PER_WORD)
-        words = xp.flatnonzero(is_word & ~too_long)
+        words = (is_word & ~too_long).nonzero()[0]
         failed = xp.zeros(ntok, dtype=bool)
         n_pieces = xp.zeros(ntok, dtype=xp.int64)
         rounds_ids, rounds_words, rounds_failed = self._match_rounds(pre, words)
@@ -141,9 +141,9 @@ class BertTokenizer:
         for r, (ids, ws) in enumerate(zip(rounds_ids, rounds_words)):
             keep = ~failed[ws]
             pieces[tok_off[ws[keep]] + r] = ids[keep]
-        unk = xp.flatnonzero(is_word & (failed | too_long))
+        unk = (is_word & (failed | too_long)).nonzero()[0]
         pieces[tok_off[unk]] = self.unk_id
-        sp = xp.flatnonzero(special >= 0)
+        sp = (special >= 0).nonzero()[0]
         pieces[tok_off[sp]] = self._special_ids[special[sp]]
         ends = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(count)])
         return pieces, ends[pre.tok_offsets]
@@ -168,12 +168,12 @@ class BertTokenizer:
             best, blen = self._longest_match(pre, pos, end, cont)
             miss = best < 0
             failed.append(words[miss])
-            ok = xp.flatnonzero(~miss)
+            ok = (~miss).nonzero()[0]
             words, pos, end, best, blen = words[ok], pos[ok], end[ok], best[ok], blen[ok]
             ids_per_round.append(best)
             words_per_round.append(words)
             pos = pos + blen
-            more = xp.flatnonzero(pos < end)
+            more = (pos < end).nonzero()[0]
             words, pos, end = words[more], pos[more], end[more]
             cont = True
         return ids_per_round, words_per_round, failed
@@ -199,7 +199,7 @@ class BertTokenizer:
         rem = xp.minimum(wend[seg] - pos, self.max_piece)
         cont = xp.ones(total, dtype=bool) if all_cont else pos != wstart[seg]
         top = int(rem.max())
-        q = xp.flatnonzero((xp.arange(1, top + 1)[None, :] <= rem[:, None]).ravel())
+        q = ((xp.arange(1, top + 1)[None, :] <= rem[:, None]).ravel()).nonzero()[0]
         at, qlen = q // top, q % top + 1
         s = pos[at]
         key = span_hash(pre, s, s + qlen) + xp.where(cont[at], self._seed_pows[qlen], xp.uint64(0))
@@ -212,7 +212,7 @@ class BertTokenizer:
             score = xp.zeros(total * top, dtype=xp.int64)
             score[q] = xp.where(found >= 0, qlen, 0)
             best_len = score.reshape(total, top).max(axis=1)
-            chosen = qidx[xp.flatnonzero(best_len > 0) * top + best_len[best_len > 0] - 1]
+            chosen = qidx[(best_len > 0).nonzero()[0] * top + best_len[best_len > 0] - 1]
             checked = self.table.verify(
                 found[chosen], pre.data, s[chosen], qlen[chosen], CONTINUATION, with_prefix[chosen], words8=words8
             )
@@ -229,12 +229,12 @@ class BertTokenizer:
             ln = best_len[cur]
             miss = ln == 0
             failed.append(words[active[miss]])
-            ok = xp.flatnonzero(~miss)
+            ok = (~miss).nonzero()[0]
             active, cur, ln = active[ok], cur[ok], ln[ok]
             ids_per_round.append(best_id[cur])
             words_per_round.append(words[active])
             cur = cur + ln
-            more = xp.flatnonzero(cur < ends[active])
+            more = (cur < ends[active]).nonzero()[0]
             active, cur = active[more], cur[more]
         return ids_per_round, words_per_round, failed
 
@@ -252,7 +252,7 @@ class BertTokenizer:
         prefix = CONTINUATION if cont else b""
         if n * top <= _DENSE_LIMIT:
             ln = xp.arange(1, top + 1, dtype=xp.int64)
-            q = xp.flatnonzero((ln[None, :] <= rem[:, None]).ravel())
+            q = ((ln[None, :] <= rem[:, None]).ravel()).nonzero()[0]
             word, qlen = q // top, q % top + 1
             s = pos[word]
             key = span_hash(pre, s, s + qlen)
