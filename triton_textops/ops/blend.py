@@ -168,17 +168,21 @@ def blend_scores(
     return _blend(req).reshape(req.shape)
 
 
-def blend_requests(requests: Sequence[dict[str, Any]]) -> list[Any]:
+def blend_requests(requests: Sequence[dict[str, Any] | BlendRequest]) -> list[Any]:
     """Blend several requests at once; each result is an array or the request's :class:`InputError`.
 
     Every request (a dict with ``bert_scores``, ``tree_scores``, ``weight`` and optionally
-    ``overflow_to_sample_mapping``) is validated on its own, so one bad request is answered with its
+    ``overflow_to_sample_mapping``; or a :class:`BlendRequest` already checked by
+    :func:`validate_blend_request`) is validated on its own, so one bad request is answered with its
     error while the valid ones are blended together in one vectorized pass (same values as
     :func:`blend_scores` on each request).
     """
     results: list[Any] = [None] * len(requests)
     valid: list[tuple[int, BlendRequest]] = []
     for i, kw in enumerate(requests):
+        if isinstance(kw, BlendRequest):
+            valid.append((i, kw))
+            continue
         try:
             valid.append((i, validate_blend_request(
                 kw["bert_scores"], kw["tree_scores"], kw["weight"],
