@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from triton_textops.ops.text import TextBatch
+from triton_textops.ops.xp import to_numpy
 
 
 def _texts_on_host(batch: TextBatch) -> list[str]:
-    data = batch.data.get() if hasattr(batch.data, "get") else batch.data
-    offs = batch.offsets.get() if hasattr(batch.offsets, "get") else batch.offsets
+    data, offs = to_numpy(batch.data), to_numpy(batch.offsets)
     raw = data.tobytes()
     return [raw[offs[i] : offs[i + 1]].decode("utf-8") for i in range(len(offs) - 1)]
 

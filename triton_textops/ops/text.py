@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import InputError
+from triton_textops.ops.xp import to_numpy
 
 WORD, SPACE, PUNCT = 0, 1, 2  # pre-tokenizer classes of a normalized code point
 
@@ -145,11 +146,7 @@ def invalid_utf8_rows(batch: TextBatch) -> np.ndarray:
     all_bad = xp.concatenate([lead[bad], stray])
     if all_bad.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
-    return np.unique(_host(segment_of(offs, all_bad, xp))).astype(np.int64)
-
-
-def _host(a: Any) -> np.ndarray:
-    return a.get() if hasattr(a, "get") else np.asarray(a)
+    return np.unique(to_numpy(segment_of(offs, all_bad, xp))).astype(np.int64)
 
 
 def pad8(xp: ModuleType, data: Any) -> Any:
@@ -416,7 +413,7 @@ class Normalizer:
             return special
         pos, which, length = cand[hit], which[hit], length[hit]
         # drop matches overlapping an earlier match (leftmost wins)
-        keep = xp.asarray(_non_overlapping(_host(pos), _host(length)))
+        keep = xp.asarray(_non_overlapping(to_numpy(pos), to_numpy(length)))
         pos, which, length = pos[keep], which[keep], length[keep]
         o_s, o_e = out_pos[pos], out_pos[pos + length]
         t_first = xp.searchsorted(pre.start, o_s, side="left")

@@ -25,7 +25,7 @@ from triton_textops.ops.text import (
     hash_bytes,
     span_hash,
 )
-from triton_textops.ops.xp import get_xp, resolve_device
+from triton_textops.ops.xp import get_xp, resolve_device, to_numpy
 
 SPECIAL_TOKENS = ("[UNK]", "[SEP]", "[CLS]", "[PAD]", "[MASK]")  # HF registers those present in the vocab
 REQUIRED_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[PAD]")
@@ -274,7 +274,7 @@ class BertTokenizer:
         rem_sorted = rem[order]
         # number of words with rem >= l, for each l: words are sorted by rem descending
         counts = xp.searchsorted(-rem_sorted, -xp.arange(top + 1), side="right")
-        counts_h = counts.get() if hasattr(counts, "get") else counts
+        counts_h = to_numpy(counts)
         for ln in range(top, 0, -1):
             cand = order[: int(counts_h[ln])]
             cand = cand[best[cand] < 0]
@@ -386,5 +386,5 @@ class BertTokenizer:
         """Word pieces of one text as strings (debugging aid)."""
         inv = {v: k for k, v in self.vocab.items()}
         pieces, _ = self.wordpiece(self.pretokenize([text]))
-        host = pieces.get() if hasattr(pieces, "get") else pieces
+        host = to_numpy(pieces)
         return [inv[int(i)] for i in host]

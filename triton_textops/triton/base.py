@@ -16,7 +16,7 @@ import numpy as np
 
 from triton_textops.errors import ConfigError, InputError
 from triton_textops.ops.text import TextBatch, invalid_utf8_rows, pack_host
-from triton_textops.ops.xp import get_xp, tune_host_allocator
+from triton_textops.ops.xp import get_xp, to_numpy, tune_host_allocator
 from triton_textops.triton import io
 from triton_textops.triton.params import Param, parse_parameters
 
@@ -213,7 +213,7 @@ class TextOpsModel:
         if mapping is None:
             row_ends = text_ends
         else:
-            m = mapping.get() if hasattr(mapping, "get") else np.asarray(mapping)
+            m = to_numpy(mapping)
             row_ends = np.searchsorted(m, text_ends, side="left")
         starts = np.concatenate([[0], row_ends[:-1]])
         text_starts = np.concatenate([[0], text_ends[:-1]])
