@@ -23,6 +23,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from triton_textops.errors import (
+    ConfigError,  # a config.pbtxt that cannot be parsed or that the server would reject
+)
+
 __all__ = [
     "ConfigError",
     "model_config_pb2",
@@ -39,10 +43,6 @@ __all__ = [
 ]
 
 _PB2_NAME = "tritonclient.grpc.model_config_pb2"
-
-
-class ConfigError(ValueError):
-    """A config.pbtxt that cannot be parsed or that the server would reject."""
 
 
 def model_config_pb2() -> ModuleType:
