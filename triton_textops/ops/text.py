@@ -26,7 +26,7 @@ from triton_textops.ops.xp import to_numpy
 WORD, SPACE, PUNCT = 0, 1, 2  # pre-tokenizer classes of a normalized code point
 
 _M64 = (1 << 64) - 1
-HASH_BASES = (0x100000001B3, 0x9E3779B97F4A7C15 | 1)  # two odd bases: two independent polynomial hashes
+HASH_BASE = 0x100000001B3  # odd, so it is invertible mod 2**64 (the prefix hashes need its inverse)
 _MIX = 0xD6E8FEB86659FD93  # odd multiplier that spreads keys over hash-table slots
 _PACKED_MIN = 1 << 10  # compared bytes above which verification loads 8 bytes at a time (measured: -5% at batch 1-4)
 
@@ -188,11 +188,6 @@ def decode_at(data: Any, lead: Any, xp: ModuleType) -> Any:
     return xp.where(b0 < 0x80, b0, xp.where(b0 < 0xE0, cp2, xp.where(b0 < 0xF0, cp3, cp4)))
 
 
-def lead_positions(data: Any, xp: ModuleType) -> Any:
-    """Positions of the first byte of every UTF-8 character."""
-    return ((data & 0xC0) != 0x80).nonzero()[0]
-
-
 # ------------------------------------------------------------------------------------ normalization
 
 
@@ -227,11 +222,11 @@ class PreTokens:
             self._prefix["words8"] = pad8(self.xp, self.data)
         return self._prefix["words8"]
 
-    def prefix_hash(self, which: int = 0) -> tuple[Any, Any]:
-        """(P, powB) prefix arrays of polynomial hash ``which`` over ``data`` (computed once, cached)."""
-        if which not in self._prefix:
-            self._prefix[which] = _prefix_arrays(self.data, HASH_BASES[which], self.xp)
-        return self._prefix[which]
+    def prefix_hash(self) -> tuple[Any, Any]:
+        """(P, powB) prefix arrays of the polynomial span hash over ``data`` (computed once, cached)."""
+        if "hash" not in self._prefix:
+            self._prefix["hash"] = _prefix_arrays(self.data, HASH_BASE, self.xp)
+        return self._prefix["hash"]
 
 
 class Normalizer:
@@ -449,12 +444,11 @@ def _normalizer(lowercase: bool, xp: ModuleType, device: int) -> Normalizer:
 # ------------------------------------------------------------------------------------------ hashing
 
 
-def hash_bytes(s: bytes, which: int = 0, seed: int = 0) -> int:
+def hash_bytes(s: bytes) -> int:
     """The polynomial hash of ``s`` (mod 2**64) that the vectorized span hashes reproduce."""
-    base = HASH_BASES[which]
-    h = seed
+    h = 0
     for c in s:
-        h = (h * base + c) & _M64
+        h = (h * HASH_BASE + c) & _M64
     return h
 
 
@@ -486,17 +480,10 @@ def _prefix_arrays(data: Any, base: int, xp: ModuleType) -> tuple[Any, Any]:
     return p, pw
 
 
-def span_hash(pre: PreTokens, start: Any, end: Any, which: int = 0) -> Any:
-    """Hash ``which`` of each byte span ``data[start:end]`` (non-empty spans), equal to :func:`hash_bytes`."""
-    p, pw = pre.prefix_hash(which)
+def span_hash(pre: PreTokens, start: Any, end: Any) -> Any:
+    """Hash of each byte span ``data[start:end]`` (non-empty spans), equal to :func:`hash_bytes`."""
+    p, pw = pre.prefix_hash()
     return (p[end] - p[start]) * pw[end - 1]
-
-
-def span_hashes(pre: PreTokens, start: Any = None, end: Any = None) -> tuple[Any, Any]:
-    """Two independent uint64 hashes of each span (default: every pre-token): a 128-bit identity."""
-    start = pre.start if start is None else start
-    end = pre.end if end is None else end
-    return span_hash(pre, start, end, 0), span_hash(pre, start, end, 1)
 
 
 class ByteTable:

@@ -17,7 +17,7 @@ import numpy as np
 
 from triton_textops.errors import InputError
 from triton_textops.ops.text import (
-    HASH_BASES,
+    HASH_BASE,
     ByteTable,
     Normalizer,
     PreTokens,
@@ -89,7 +89,7 @@ class BertTokenizer:
         # hash("##") * B^l mod 2**64 for every piece length l: the "##" part of a continuation key
         seed = hash_bytes(CONTINUATION)
         self._seed_pows = self.xp.asarray(
-            np.array([seed * pow(HASH_BASES[0], k, 1 << 64) % (1 << 64) for k in range(self.max_piece + 1)], dtype=np.uint64)
+            np.array([seed * pow(HASH_BASE, k, 1 << 64) % (1 << 64) for k in range(self.max_piece + 1)], dtype=np.uint64)
         )
 
     @classmethod

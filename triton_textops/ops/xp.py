@@ -76,11 +76,6 @@ def to_numpy(arr: Any) -> np.ndarray:
     return np.asarray(arr)
 
 
-def asarray(xp: ModuleType, arr: Any, dtype: Any = None) -> Any:
-    """Put ``arr`` into module ``xp`` (host->device upload when xp is CuPy)."""
-    return xp.asarray(arr, dtype=dtype)
-
-
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
 
 
