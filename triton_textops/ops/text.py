@@ -487,7 +487,7 @@ def span_hash(pre: PreTokens, start: Any, end: Any) -> Any:
 
 
 class ByteTable:
-    """Exact lookup of byte strings by span: an open-addressing hash table whose hits are verified
+    """Exact lookup of byte strings by span: a cuckoo hash table (two fixed probes) whose hits are verified
     byte by byte, so a hash collision can never produce a wrong answer."""
 
     def __init__(self, strings: list[bytes], xp: ModuleType = np, values: list[int] | None = None) -> None:
