@@ -267,24 +267,52 @@ def test_every_wordpiece_strategy_is_exact(oracle, austen, vocab_path, monkeypat
     assert_same(tok.encode(texts, max_length=64), *reference_rows(oracle, texts, 64))
 
 
-def test_byte_table_verifies_every_candidate(monkeypatch):
+def test_byte_table_verifies_every_candidate():
     """A hash hit is only an answer once its bytes are compared: a forged candidate is rejected."""
-    import triton_textops.ops.text as text_mod
-    from triton_textops.ops.text import ByteTable, pad8
+    from triton_textops.ops.text import ByteTable, bytes8
 
-    monkeypatch.setattr(text_mod, "_PACKED_MIN", 0)  # small inputs take the packed path too
-
-    table = ByteTable([b"apple", b"##ing", b"pie", b"##abcdefghijklmnopq", b"abcdefghijklmnopqr"])
+    table = ByteTable([b"apple", b"##ing", b"pie", b"##abcdefghijklmnopq", b"abcdefghijklmnopqr", b"#"])
     data = np.frombuffer(b"applepieingabcdefghijklmnopqrabcdefghijklmnopqX", dtype=np.uint8)
-    start = np.array([0, 5, 8, 0, 11, 11, 29])
-    length = np.array([5, 3, 3, 5, 17, 18, 18])
-    forged = np.array([0, 2, 1, 2, 3, 4, 4])  # 3: "pie" for "apple"; 6: differs in its 18th byte
-    cont = np.array([False, False, True, False, True, False, False])
-    expected = [0, 2, 1, -1, 3, 4, -1]
-    for words8 in (None, pad8(np, data)):  # byte by byte, and 8 bytes at a time
-        got = table.verify(forged.copy(), data, start, length, b"##", cont, words8=words8)
+    start = np.array([0, 5, 8, 0, 11, 11, 29, 8, 8])
+    length = np.array([5, 3, 3, 5, 17, 18, 18, 3, 0])
+    forged = np.array([0, 2, 1, 2, 3, 4, 4, 4, 5])  # 3: "pie" for "apple"; 6: differs in its 18th byte
+    cont = np.array([False, False, True, False, True, False, False, True, True])  # 8: "#" is shorter than "##"
+    expected = [0, 2, 1, -1, 3, 4, -1, -1, -1]
+    for b8 in (None, bytes8(np, data)):  # computed by verify, or passed in
+        got = table.verify(forged.copy(), data, start, length, b"##", cont, b8=b8)
         np.testing.assert_array_equal(got, expected)
-        assert table.verify(np.array([1]), data, np.array([8]), np.array([3]), words8=words8).tolist() == [-1]
+        assert table.verify(np.array([1]), data, np.array([8]), np.array([3]), b8=b8).tolist() == [-1]
+        assert table.verify(np.array([1]), data, np.array([8]), np.array([3]), b"##", b8=b8).tolist() == [1]
+
+
+def test_bytes8_and_load8_match_the_bytes():
+    """bytes8[i] holds bytes i..i+7 little-endian (zeros past the end); load8 keeps min(length, 8) of them."""
+    from triton_textops.ops.text import bytes8, load8
+
+    raw = bytes(range(1, 20))
+    data = np.frombuffer(raw, dtype=np.uint8)
+    b8 = bytes8(np, data)
+    assert b8.shape == (len(raw) + 1,)
+    for i in range(len(raw) + 1):
+        assert int(b8[i]) == int.from_bytes(raw[i : i + 8].ljust(8, b"\0"), "little")
+    starts = np.array([0, 3, 15, 19, 0])
+    lens = np.array([0, 5, 4, 0, 12])
+    want = [int.from_bytes(raw[s : s + min(n, 8)].ljust(8, b"\0"), "little") for s, n in zip(starts, lens)]
+    assert load8(np, b8, starts, lens).tolist() == want
+
+
+def test_byte_table_empty_slots_never_match():
+    """Empty cuckoo slots hold a key no string has, so even a query whose hash is 0 finds nothing wrong."""
+    from triton_textops.ops.text import ByteTable, bytes8, hash_bytes
+
+    strings = [b"a", b"bc", b"def"]
+    table = ByteTable(strings)
+    keys = np.array([0, 1, 2, 3, hash_bytes(b"bc"), hash_bytes(b"def")], dtype=np.uint64)
+    data = np.frombuffer(b"abcdef", dtype=np.uint8)
+    start = np.array([0, 0, 0, 0, 1, 3])
+    length = np.array([1, 1, 1, 1, 2, 3])
+    got = table.find(keys, data, start, length, b8=bytes8(np, data))
+    assert got.tolist() == [-1, -1, -1, -1, 1, 2]
 
 
 def test_tune_host_allocator_is_idempotent():

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops.text import ByteTable, Normalizer, PreTokens, TextBatch, load8, pad8
+from triton_textops.ops.text import ByteTable, Normalizer, PreTokens, TextBatch, bytes8, load8
 from triton_textops.ops.xp import get_xp
 
 __all__ = [
@@ -165,7 +165,7 @@ def _is_any(xp: ModuleType, key: Any, keys: Sequence[int]) -> Any:
     return out
 
 
-def _span_keys(xp: ModuleType, words8: Any, start: Any, length: Any, head: Any) -> Any:
+def _span_keys(xp: ModuleType, b8: Any, start: Any, length: Any, head: Any) -> Any:
     """64-bit key of each span from its length, first 8 and last 8 bytes.
 
     Cheap (no pass over the text) and a good hash for slotting; not an identity for spans longer
@@ -174,7 +174,7 @@ def _span_keys(xp: ModuleType, words8: Any, start: Any, length: Any, head: Any) 
     tail = head.copy()
     li = xp.flatnonzero(length > 8)
     if li.shape[0]:
-        tail[li] = load8(xp, words8, start[li] + length[li] - 8, xp.full(li.shape[0], 8, dtype=np.int64))
+        tail[li] = load8(xp, b8, start[li] + length[li] - 8, xp.full(li.shape[0], 8, dtype=np.int64))
     k = (head * np.uint64(_K1)) ^ (tail * np.uint64(_K2)) ^ (length.astype(np.uint64) * np.uint64(_K3))
     k ^= k >> np.uint64(32)
     k *= np.uint64(_SLOT_MIX)
@@ -200,7 +200,7 @@ class _WordTable:
         np.cumsum(lens[:-1], out=starts[1:])
         pool = np.frombuffer(b"".join(enc) + b"\0", dtype=np.uint8)
         # the same functions as serving, on the table's own bytes
-        w8 = pad8(np, pool)
+        w8 = bytes8(np, pool)
         head = load8(np, w8, starts[:-1], lens[:-1])
         karr = _span_keys(np, w8, starts[:-1], lens[:-1], head)
         self.fallback = None
@@ -616,13 +616,13 @@ class ReadabilityFeatures:
         n_punct = (offs[1:] - offs[:-1]) - n_words
 
         # --- words: one exact table lookup serves stop words and corpus words
-        words8 = pre.words8()
+        b8 = pre.bytes8()
         widx = xp.flatnonzero(word)
         wtext = pre.text[widx]
         ws, we = pre.start[widx], pre.end[widx]
         wl = we - ws
-        head = load8(xp, words8, ws, wl)
-        skey = _span_keys(xp, words8, ws, wl, head)
+        head = load8(xp, b8, ws, wl)
+        skey = _span_keys(xp, b8, ws, wl, head)
         table: _WordTable = t["table"]
         hit = table.lookup(pre, ws, wl, skey, head)
         fidx = xp.flatnonzero(hit >= 0)
@@ -645,7 +645,7 @@ class ReadabilityFeatures:
             )
         else:
             n_distinct = _count_distinct(xp, pre.data, ws, wl, wtext, skey, head, n)
-        n_sent = self._sentences(pre, wcs, words8)
+        n_sent = self._sentences(pre, wcs, b8)
 
         nw = n_words.astype(np.float32)
         ns = n_sent.astype(np.float32)
@@ -661,7 +661,7 @@ class ReadabilityFeatures:
         return out
 
     @staticmethod
-    def _sentences(pre: PreTokens, wcs: Any, words8: Any) -> Any:
+    def _sentences(pre: PreTokens, wcs: Any, b8: Any) -> Any:
         """``n_sentences`` per text (int64), by the spec's terminator-run rule.
 
         Works on the punctuation tokens only (terminators and closing tokens are one-character
@@ -675,7 +675,7 @@ class ReadabilityFeatures:
         tail_from = offs[:-1]  # words are counted from here on when a text has no sentence end
         if n_p:
             text_p, st_p, en_p = pre.text[p], pre.start[p], pre.end[p]
-            pk = load8(xp, words8, st_p, en_p - st_p)
+            pk = load8(xp, b8, st_p, en_p - st_p)
             term = _is_any(xp, pk, _TERM_KEYS)
             closer = _is_any(xp, pk, _CLOSE_KEYS)
             # the next token (of any kind) is in the same text and starts where this one ends
@@ -700,7 +700,7 @@ class ReadabilityFeatures:
                 prev = p[cand] - 1
                 pl = pre.end[prev] - pre.start[prev]
                 # a word of at most 8 bytes is identified by its packed bytes (abbreviations have 2-4)
-                pkey = xp.where(pl <= 4, load8(xp, words8, pre.start[prev], pl), np.uint64(0))
+                pkey = xp.where(pl <= 4, load8(xp, b8, pre.start[prev], pl), np.uint64(0))
                 ends[cand] = ~((pre.nchars[prev] == 1) | _is_any(xp, pkey, _ABBR_KEYS))
             e_tok, e_text = p[ends], text_p[ends]
             n_ends = _bincount(xp, e_text, pre.n)

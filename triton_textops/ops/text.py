@@ -28,7 +28,6 @@ WORD, SPACE, PUNCT = 0, 1, 2  # pre-tokenizer classes of a normalized code point
 _M64 = (1 << 64) - 1
 HASH_BASE = 0x100000001B3  # odd, so it is invertible mod 2**64 (the prefix hashes need its inverse)
 _MIX = 0xD6E8FEB86659FD93  # odd multiplier that spreads keys over hash-table slots
-_PACKED_MIN = 1 << 10  # compared bytes above which verification loads 8 bytes at a time (measured: -5% at batch 1-4)
 
 
 # --------------------------------------------------------------------------------------------- input
@@ -149,28 +148,44 @@ def invalid_utf8_rows(batch: TextBatch) -> np.ndarray:
     return np.unique(to_numpy(segment_of(offs, all_bad, xp))).astype(np.int64)
 
 
-def pad8(xp: ModuleType, data: Any) -> Any:
-    """The bytes followed by at least 8 zero bytes, viewed as little-endian uint64 words."""
+def bytes8(xp: ModuleType, data: Any) -> Any:
+    """For every byte position ``i`` of ``data`` (and one past the end): bytes ``i .. i+7`` as a
+    little-endian uint64, zeros past the end. Any span's first 8 bytes are then one gather.
+
+    NumPy: a zero-copy view with a 1-byte stride over the zero-padded bytes; CuPy: the same values
+    computed with 8 shifts (a GPU has no unaligned 8-byte view)."""
     n = int(data.shape[0])
-    padded = xp.zeros(((n + 8) // 8 + 1) * 8, dtype=np.uint8)
+    padded = xp.zeros(n + 8, dtype=np.uint8)
     padded[:n] = data
-    return padded.view("<u8")
+    if xp is np:
+        return np.ndarray((n + 1,), dtype="<u8", buffer=padded, strides=(1,))
+    out = padded[: n + 1].astype(np.uint64)
+    for k in range(1, 8):
+        out |= padded[k : k + n + 1].astype(np.uint64) << np.uint64(8 * k)
+    return out
 
 
-def load8(xp: ModuleType, words: Any, start: Any, length: Any) -> Any:
+_MASK8 = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [_M64], dtype=np.uint64)
+_MASK_CACHE: dict[tuple, Any] = {}
+
+
+def _mask8(xp: ModuleType) -> Any:
+    """``_MASK8`` (low ``k`` bytes set, k = 0..8) on the array module's current device."""
+    if xp is np:
+        return _MASK8
+    key = (xp.__name__, xp.cuda.runtime.getDevice())
+    if key not in _MASK_CACHE:
+        _MASK_CACHE[key] = xp.asarray(_MASK8)
+    return _MASK_CACHE[key]
+
+
+def load8(xp: ModuleType, b8: Any, start: Any, length: Any) -> Any:
     """First ``min(length, 8)`` bytes of each span, little-endian in a uint64 (zeros after).
 
-    ``words`` is :func:`pad8` of the bytes: two aligned 8-byte loads and shifts per span. Normalized
-    text never holds a NUL byte, so for spans of at most 8 bytes this value alone identifies the bytes.
+    ``b8`` is :func:`bytes8` of the bytes. Normalized text never holds a NUL byte, so for spans of at
+    most 8 bytes this value alone identifies the bytes.
     """
-    q = start >> 3
-    r = (start & 7).astype(np.uint64) * np.uint64(8)
-    # (x << (63 - r)) << 1 == x << (64 - r), and 0 when r == 0 (a shift by 64 is undefined)
-    one = xp.ones(r.shape, dtype=np.uint64)
-    head = (words[q] >> r) | ((words[q + 1] << ((one * 63) - r)) << one)
-    shift = (xp.minimum(length, 7) * 8).astype(np.uint64)
-    mask = xp.where(length < 8, (one << shift) - one, ~(one - one))
-    return head & mask
+    return b8[start] & _mask8(xp)[xp.minimum(length, 8)]
 
 
 def decode_at(data: Any, lead: Any, xp: ModuleType) -> Any:
@@ -216,11 +231,11 @@ class PreTokens:
     lowercase: bool = True  # the casing the text was normalized with
     _prefix: dict = field(default_factory=dict, repr=False)
 
-    def words8(self) -> Any:
-        """``data`` as padded little-endian uint64 words (:func:`pad8`), computed once."""
-        if "words8" not in self._prefix:
-            self._prefix["words8"] = pad8(self.xp, self.data)
-        return self._prefix["words8"]
+    def bytes8(self) -> Any:
+        """:func:`bytes8` of ``data`` (the 8 bytes at every position), computed once."""
+        if "bytes8" not in self._prefix:
+            self._prefix["bytes8"] = bytes8(self.xp, self.data)
+        return self._prefix["bytes8"]
 
     def prefix_hash(self) -> tuple[Any, Any]:
         """(P, powB) prefix arrays of the polynomial span hash over ``data`` (computed once, cached)."""
@@ -488,7 +503,7 @@ def span_hash(pre: PreTokens, start: Any, end: Any) -> Any:
 
 class ByteTable:
     """Exact lookup of byte strings by span: a cuckoo hash table (two fixed probes) whose hits are verified
-    byte by byte, so a hash collision can never produce a wrong answer."""
+    on the bytes (8 at a time), so a hash collision can never produce a wrong answer."""
 
     def __init__(self, strings: list[bytes], xp: ModuleType = np, values: list[int] | None = None) -> None:
         if values is None:
@@ -497,8 +512,6 @@ class ByteTable:
         self.strings = list(strings)
         self.max_len = max((len(s) for s in strings), default=0)
         lens = np.fromiter((len(s) for s in strings), dtype=np.int64, count=len(strings))
-        starts = np.zeros(len(strings) + 1, dtype=np.int64)
-        np.cumsum(lens, out=starts[1:])
         keys = [hash_bytes(s) for s in strings]
         if len(set(keys)) != len(keys):
             dup = len(keys) - len(set(keys))
@@ -510,86 +523,85 @@ class ByteTable:
         self.slot_key = xp.asarray(slots[0])
         self.slot_idx = xp.asarray(slots[1])
         self.values = xp.asarray(np.asarray(values, dtype=np.int64))
-        self.str_start = xp.asarray(starts[:-1])
         self.str_len = xp.asarray(lens)
-        self.pool = xp.asarray(np.frombuffer(b"".join(strings) or b"\0", dtype=np.uint8))
         self._packed: dict[int, Any] = {}
 
     def packed(self, offset: int) -> Any:
-        """(strings, k) uint64: bytes ``8k .. 8k+7`` of each string after its first ``offset`` bytes."""
+        """(strings, k) uint64: bytes ``8k .. 8k+7`` of each string after its first ``offset`` bytes
+        (zeros past its end), computed once per offset."""
         if offset not in self._packed:
             width = max(1, (self.max_len - offset + 7) // 8)
             lens = np.fromiter((len(st) for st in self.strings), dtype=np.int64, count=len(self.strings))
             starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
-            words = pad8(np, np.frombuffer(b"".join(self.strings) or b"\0", dtype=np.uint8))
+            b8 = bytes8(np, np.frombuffer(b"".join(self.strings), dtype=np.uint8))
             cols = []
             for k in range(width):
                 left = np.clip(lens - offset - 8 * k, 0, 8)
                 pos = np.minimum(starts + offset + 8 * k, starts + lens)  # stays inside the pool
-                cols.append(np.where(left > 0, load8(np, words, pos, left), np.uint64(0)))
+                cols.append(load8(np, b8, pos, left))
             self._packed[offset] = self.xp.asarray(np.stack(cols, axis=1) if cols else np.zeros((0, 1), np.uint64))
         return self._packed[offset]
 
+    def _starts_with(self, prefix: bytes) -> Any:
+        """Bool per string: it starts with ``prefix`` (cached)."""
+        key = ("starts", prefix)
+        if key not in self._packed:
+            self._packed[key] = self.xp.asarray(np.array([st.startswith(prefix) for st in self.strings], dtype=bool))
+        return self._packed[key]
+
     def find(
         self, keys: Any, data: Any, start: Any, length: Any, prefix: bytes = b"", with_prefix: Any = None,
-        *, verify: bool = True, words8: Any = None,
+        *, verify: bool = True, b8: Any = None,
     ) -> Any:
         """Index of the string equal to ``prefix + data[start:start+length]`` for each query, else -1.
         ``keys`` are the queries' hashes (``hash_bytes`` of the full string); ``with_prefix`` (bool per
         query) limits the prefix to some queries. ``verify=False`` returns hash candidates only: the
         caller must then :meth:`verify` the ones it uses."""
         xp = self.xp
-        nq = keys.shape[0]
-        res = xp.full(nq, -1, dtype=xp.int64)
-        if nq == 0 or not self.strings:
-            return res
-        shift = xp.uint64(64 - self.bits)
+        if keys.shape[0] == 0 or not self.strings:
+            return xp.full(keys.shape[0], -1, dtype=xp.int64)
+        shift = np.uint64(64 - self.bits)
+        res: Any = -1
         for mix in _CUCKOO_MIX:  # a key sits in one of its two slots: two probes, no loop
-            slot = ((keys * xp.uint64(mix)) >> shift).astype(xp.int64)
-            cand = self.slot_idx[slot]
-            res = xp.where((cand >= 0) & (self.slot_key[slot] == keys), cand, res)
-        return self.verify(res, data, start, length, prefix, with_prefix, words8=words8) if verify else res
+            slot = ((keys * np.uint64(mix)) >> shift).view(np.int64)
+            # an empty slot holds a key that no string has, and index -1
+            res = xp.where(self.slot_key[slot] == keys, self.slot_idx[slot], res)
+        return self.verify(res, data, start, length, prefix, with_prefix, b8=b8) if verify else res
 
     def verify(
         self, res: Any, data: Any, start: Any, length: Any, prefix: bytes = b"", with_prefix: Any = None,
-        *, words8: Any = None,
+        *, b8: Any = None,
     ) -> Any:
         """``res`` with every candidate whose bytes differ from the query set to -1 (in place).
-        With ``words8`` (:func:`pad8` of ``data``) the bytes are compared 8 at a time."""
+        Bytes are compared 8 at a time; ``b8`` is :func:`bytes8` of ``data`` (computed when omitted)."""
         xp = self.xp
         hit = (res >= 0).nonzero()[0]
-        if hit.size == 0:
+        if hit.shape[0] == 0:
             return res
+        if b8 is None:
+            b8 = bytes8(xp, data)
         idx = res[hit]
         ln = length[hit] if hasattr(length, "shape") and length.shape else xp.full(hit.shape, int(length), dtype=xp.int64)
         st = start[hit]
-        np_ = len(prefix) if with_prefix is None else xp.where(with_prefix[hit], len(prefix), 0)
-        ok = self.str_len[idx] == ln + np_
-        s0 = self.str_start[idx]
-        for k, byte in enumerate(prefix):
-            same = self.pool[xp.minimum(s0 + k, self.pool.shape[0] - 1)] == byte
-            ok &= same if with_prefix is None else (same | ~with_prefix[hit])
-        if with_prefix is not None:
-            np_ = np_[:, None]
-        width = int(ln.max())
-        if width and words8 is not None and hit.shape[0] * width > _PACKED_MIN:  # large: 8 bytes per compare
-            np_vec = np_[:, 0] if with_prefix is not None else None
-            for k in range((width + 7) // 8):
-                left = ln - 8 * k
-                inside = left > 0
-                got = load8(xp, words8, xp.minimum(st + 8 * k, data.shape[0]), xp.maximum(left, 0))
-                if with_prefix is None:
-                    want = self.packed(len(prefix))[idx, min(k, self.packed(len(prefix)).shape[1] - 1)]
-                else:
-                    p0, p1 = self.packed(0), self.packed(len(prefix))
-                    want = xp.where(np_vec > 0, p1[idx, min(k, p1.shape[1] - 1)], p0[idx, min(k, p0.shape[1] - 1)])
-                ok &= (got == want) | ~inside
-        elif width:
-            j = xp.arange(width, dtype=xp.int64)
-            inside = j[None, :] < ln[:, None]
-            a = data[xp.minimum(xp.where(inside, st[:, None] + j[None, :], 0), data.shape[0] - 1)]
-            b = self.pool[xp.minimum(xp.where(inside, s0[:, None] + np_ + j[None, :], 0), self.pool.shape[0] - 1)]
-            ok &= ((a == b) | ~inside).all(axis=1)
+        if not prefix:
+            ok = self.str_len[idx] == ln
+            want = self.packed(0)
+        elif with_prefix is None:
+            ok = (self.str_len[idx] == ln + len(prefix)) & self._starts_with(prefix)[idx]
+            want = self.packed(len(prefix))
+        else:
+            wp = with_prefix[hit]
+            ok = self.str_len[idx] == ln + wp * len(prefix)
+            ok &= self._starts_with(prefix)[idx] | ~wp
+            p0, p1 = self.packed(0), self.packed(len(prefix))
+        # same length (checked above), so equal bytes <=> equal zero-padded 8-byte words
+        for k in range((int(ln.max()) + 7) // 8):
+            got = load8(xp, b8, xp.minimum(st + 8 * k, data.shape[0]), xp.maximum(ln - 8 * k, 0))
+            if prefix and with_prefix is not None:
+                w = xp.where(wp, p1[idx, min(k, p1.shape[1] - 1)], p0[idx, min(k, p0.shape[1] - 1)])
+            else:
+                w = want[idx, min(k, want.shape[1] - 1)]
+            ok &= got == w
         res[hit[~ok]] = -1
         return res
 
@@ -602,7 +614,7 @@ class ByteTable:
         ok = ((end > start) & (end - start <= self.max_len)).nonzero()[0]
         if ok.size:
             s, e = start[ok], end[ok]
-            res[ok] = self.find(span_hash(pre, s, e), pre.data, s, e - s, words8=pre.words8())
+            res[ok] = self.find(span_hash(pre, s, e), pre.data, s, e - s, b8=pre.bytes8())
         return xp.where(res >= 0, self.values[xp.maximum(res, 0)], -1)
 
 
@@ -629,4 +641,9 @@ def _build_cuckoo(keys: list[int], bits: int) -> tuple[np.ndarray, np.ndarray] |
             side = 1 if int(homes[0][item]) == slot else 0
         else:
             return None
+    taken = set(keys)
+    empty = 0
+    while empty in taken:  # a key no string has marks the empty slots: a probe needs no emptiness test
+        empty += 1
+    slot_key[slot_idx < 0] = np.uint64(empty)
     return slot_key, slot_idx

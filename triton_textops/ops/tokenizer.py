@@ -160,11 +160,18 @@ class BertTokenizer:
         words_per_round: list[Any] = []
         failed: list[Any] = []
         pos, end = pre.start[words], pre.end[words]
+        # most words are one vocabulary piece: a single lookup per word settles them (their round 0)
+        whole = self.table.find(span_hash(pre, pos, end), pre.data, pos, end - pos, b8=pre.bytes8())
+        hit = whole >= 0
+        first_ids, first_words = self.table.values[whole[hit]], words[hit]
+        rest = (~hit).nonzero()[0]
+        words, pos, end = words[rest], pos[rest], end[rest]
         cont = False
         while words.shape[0]:
             if int((end - pos).sum()) * self.max_piece <= limit:
                 ids, ws, fl = self._walk_positions(pre, words, pos, end, cont)
-                return ids_per_round + ids, words_per_round + ws, failed + fl
+                ids_per_round, words_per_round, failed = ids_per_round + ids, words_per_round + ws, failed + fl
+                break
             best, blen = self._longest_match(pre, pos, end, cont)
             miss = best < 0
             failed.append(words[miss])
@@ -176,6 +183,11 @@ class BertTokenizer:
             more = (pos < end).nonzero()[0]
             words, pos, end = words[more], pos[more], end[more]
             cont = True
+        if ids_per_round:
+            ids_per_round[0] = xp.concatenate([first_ids, ids_per_round[0]])
+            words_per_round[0] = xp.concatenate([first_words, words_per_round[0]])
+        else:
+            ids_per_round, words_per_round = [first_ids], [first_words]
         return ids_per_round, words_per_round, failed
 
     def _walk_positions(
@@ -205,7 +217,6 @@ class BertTokenizer:
         key = span_hash(pre, s, s + qlen) + xp.where(cont[at], self._seed_pows[qlen], xp.uint64(0))
         with_prefix = cont[at]
         found = self.table.find(key, pre.data, s, qlen, CONTINUATION, with_prefix, verify=False)
-        words8 = pre.words8()
         qidx = xp.full(total * top, -1, dtype=xp.int64)
         qidx[q] = xp.arange(q.shape[0])
         while True:  # verify only each byte's longest candidate; a (rare) collision falls back to the next
@@ -214,7 +225,7 @@ class BertTokenizer:
             best_len = score.reshape(total, top).max(axis=1)
             chosen = qidx[(best_len > 0).nonzero()[0] * top + best_len[best_len > 0] - 1]
             checked = self.table.verify(
-                found[chosen], pre.data, s[chosen], qlen[chosen], CONTINUATION, with_prefix[chosen], words8=words8
+                found[chosen], pre.data, s[chosen], qlen[chosen], CONTINUATION, with_prefix[chosen], b8=pre.bytes8()
             )
             bad = chosen[checked < 0]
             if bad.shape[0] == 0:
@@ -258,7 +269,7 @@ class BertTokenizer:
             key = span_hash(pre, s, s + qlen)
             if cont:
                 key = key + self._seed_pows[qlen]
-            found = self.table.find(key, pre.data, s, qlen, prefix, words8=pre.words8())
+            found = self.table.find(key, pre.data, s, qlen, prefix, b8=pre.bytes8())
             score = xp.full(n * top, -1, dtype=xp.int64)
             score[q] = xp.where(found >= 0, qlen, -1)
             blen = score.reshape(n, top).max(axis=1) if n else xp.zeros(0, dtype=xp.int64)
@@ -284,7 +295,7 @@ class BertTokenizer:
             key = span_hash(pre, s, s + ln)
             if cont:  # hash("##" + s) = hash("##") * B^len(s) + hash(s)
                 key = key + self._seed_pows[ln]
-            found = self.table.find(key, pre.data, s, ln, prefix, words8=pre.words8())
+            found = self.table.find(key, pre.data, s, ln, prefix, b8=pre.bytes8())
             hit = found >= 0
             best[cand[hit]] = self.table.values[found[hit]]
             blen[cand[hit]] = ln
