@@ -268,21 +268,30 @@ def test_every_wordpiece_strategy_is_exact(oracle, austen, vocab_path, monkeypat
 
 
 def test_byte_table_verifies_every_candidate():
-    """A hash hit is only an answer once its bytes are compared: a forged candidate is rejected."""
-    from triton_textops.ops.text import ByteTable, bytes8
+    """A hash hit is only an answer once its bytes are compared: a query whose key is forged to equal a
+    table string's key, but whose bytes differ (at any of 18 positions, with or without the prefix),
+    finds nothing."""
+    from triton_textops.ops.text import ByteTable, bytes8, hash_bytes
 
-    table = ByteTable([b"apple", b"##ing", b"pie", b"##abcdefghijklmnopq", b"abcdefghijklmnopqr", b"#"])
+    strings = [b"apple", b"##ing", b"pie", b"##abcdefghijklmnopq", b"abcdefghijklmnopqr", b"#"]
+    table = ByteTable(strings, prefix=b"##")
     data = np.frombuffer(b"applepieingabcdefghijklmnopqrabcdefghijklmnopqX", dtype=np.uint8)
-    start = np.array([0, 5, 8, 0, 11, 11, 29, 8, 8])
-    length = np.array([5, 3, 3, 5, 17, 18, 18, 3, 0])
-    forged = np.array([0, 2, 1, 2, 3, 4, 4, 4, 5])  # 3: "pie" for "apple"; 6: differs in its 18th byte
-    cont = np.array([False, False, True, False, True, False, False, True, True])  # 8: "#" is shorter than "##"
-    expected = [0, 2, 1, -1, 3, 4, -1, -1, -1]
-    for b8 in (None, bytes8(np, data)):  # computed by verify, or passed in
-        got = table.verify(forged.copy(), data, start, length, b"##", cont, b8=b8)
-        np.testing.assert_array_equal(got, expected)
-        assert table.verify(np.array([1]), data, np.array([8]), np.array([3]), b8=b8).tolist() == [-1]
-        assert table.verify(np.array([1]), data, np.array([8]), np.array([3]), b"##", b8=b8).tolist() == [1]
+    queries = [  # (start, length, with prefix, string whose key the query carries, expected)
+        (0, 5, False, b"apple", 0), (5, 3, False, b"pie", 2), (8, 3, True, b"##ing", 1),
+        (0, 5, False, b"pie", -1), (11, 17, True, b"##abcdefghijklmnopq", 3),
+        (11, 18, False, b"abcdefghijklmnopqr", 4), (29, 18, False, b"abcdefghijklmnopqr", -1),
+        (8, 3, True, b"abcdefghijklmnopqr", -1), (8, 0, True, b"#", -1), (8, 3, False, b"##ing", -1),
+    ]
+    keys = np.array([hash_bytes(q[3]) for q in queries], dtype=np.uint64)
+    start = np.array([q[0] for q in queries])
+    length = np.array([q[1] for q in queries])
+    cont = np.array([q[2] for q in queries])
+    expected = [q[4] for q in queries]
+    for b8 in (None, bytes8(np, data)):  # computed by find, or passed in
+        np.testing.assert_array_equal(table.find(keys, data, start, length, cont, b8=b8), expected)
+    only = np.array([hash_bytes(b"##ing")], dtype=np.uint64)
+    assert table.find(only, data, np.array([8]), np.array([3])).tolist() == [-1]  # no prefix asked
+    assert table.find(only, data, np.array([8]), np.array([3]), True).tolist() == [1]
 
 
 def test_bytes8_and_load8_match_the_bytes():

@@ -287,15 +287,20 @@ class Normalizer:
         data, offs = batch.data, batch.offsets
         nb = data.shape[0]
         blen = self.len256[data]  # ASCII: 0 (removed) or 1; bytes >= 0x80: 1 (placeholder)
-        lead = (data >= 0xC0).nonzero()[0]  # non-ASCII characters
-        cps = decode_at(data, lead, xp)
-        ln = self.out_len[cps]
-        b0 = data[lead]
-        nbytes = xp.where(b0 < 0xE0, 2, xp.where(b0 < 0xF0, 3, 4))
-        if nb == 0 or (bool(blen.all()) and bool((ln == nbytes).all())):
+        lead = (data >= 0xC0).nonzero()[0]  # non-ASCII characters (input is valid UTF-8)
+        if lead.shape[0]:
+            cps = decode_at(data, lead, xp)
+            ln = self.out_len[cps]
+            b0 = data[lead]
+            same_len = bool((ln == xp.where(b0 < 0xE0, 2, xp.where(b0 < 0xF0, 3, 4))).all())
+        else:  # ASCII only: nothing to decode
+            cps = ln = lead
+            same_len = True
+        if nb == 0 or (same_len and bool(blen.all())):
             out = self.byte256[data]
             out_pos = xp.arange(nb + 1, dtype=xp.int64)
-            self._write_replacements(out, out_pos, data, lead, cps, ln, only_replaced=True)
+            if lead.shape[0]:
+                self._write_replacements(out, out_pos, data, lead, cps, ln, only_replaced=True)
             return out, offs, out_pos
         blen = xp.where(data < 0x80, blen, 0).astype(xp.int64)
         keep = blen.nonzero()[0]
@@ -501,112 +506,102 @@ def span_hash(pre: PreTokens, start: Any, end: Any) -> Any:
     return (p[end] - p[start]) * pw[end - 1]
 
 
+_KEY, _VAL, _LEN, _HEAD, _PLEN, _PHEAD, _ENT = range(7)  # columns of a ByteTable slot record (8 int64)
+
+
 class ByteTable:
     """Exact lookup of byte strings by span: a cuckoo hash table (two fixed probes) whose hits are verified
-    on the bytes (8 at a time), so a hash collision can never produce a wrong answer."""
+    on the bytes (8 at a time), so a hash collision can never produce a wrong answer.
 
-    def __init__(self, strings: list[bytes], xp: ModuleType = np, values: list[int] | None = None) -> None:
-        if values is None:
-            values = list(range(len(strings)))
+    Each slot is one 64-byte record (key, value, length and first 8 bytes of the string, the same for the
+    string without ``prefix``, entry index), so a probe costs one cache line: at a batch of one the
+    lookups are bound by memory latency, not arithmetic. Queries may carry ``prefix`` (WordPiece's
+    ``##``): their spans are then compared with the strings minus the prefix."""
+
+    def __init__(
+        self, strings: list[bytes], xp: ModuleType = np, values: list[int] | None = None, *, prefix: bytes = b""
+    ) -> None:
+        n = len(strings)
+        vals = np.asarray(list(range(n)) if values is None else values, dtype=np.int64)
         self.xp = xp
         self.strings = list(strings)
+        self.prefix = prefix
         self.max_len = max((len(s) for s in strings), default=0)
-        lens = np.fromiter((len(s) for s in strings), dtype=np.int64, count=len(strings))
         keys = [hash_bytes(s) for s in strings]
         if len(set(keys)) != len(keys):
             dup = len(keys) - len(set(keys))
             raise ValueError(f"ByteTable: {dup} duplicate strings (or a 64-bit collision) in the input")
-        bits = max(3, (max(len(keys), 1) * 5 // 2 - 1).bit_length())
+        bits = max(3, (max(n, 1) * 2 - 1).bit_length())
         while (slots := _build_cuckoo(keys, bits)) is None:
             bits += 1
         self.bits = bits
-        self.slot_key = xp.asarray(slots[0])
-        self.slot_idx = xp.asarray(slots[1])
-        self.values = xp.asarray(np.asarray(values, dtype=np.int64))
-        self.str_len = xp.asarray(lens)
-        self._packed: dict[int, Any] = {}
+        # entries 0..n-1: the strings; n..2n-1: the strings without the prefix (length -1 when they lack it)
+        starts_p = [st.startswith(prefix) for st in strings]
+        entries = self.strings + [st[len(prefix) :] if ok else b"" for st, ok in zip(strings, starts_p)]
+        lens = np.array([len(st) for st in entries], dtype=np.int64)
+        lens[n:][~np.array(starts_p, dtype=bool)] = -1
+        starts = np.zeros(2 * n + 1, dtype=np.int64)
+        np.cumsum(lens.clip(0), out=starts[1:])
+        b8 = bytes8(np, np.frombuffer(b"".join(entries), dtype=np.uint8))
+        width = max(1, (self.max_len + 7) // 8)
+        cols = [
+            load8(np, b8, np.minimum(starts[:-1] + 8 * k, starts[-1]), np.clip(lens - 8 * k, 0, 8)).view(np.int64)
+            for k in range(width)
+        ]
+        slot_key, slot_idx = slots
+        rec = np.zeros((1 << bits, 8), dtype=np.int64)
+        rec[:, _KEY] = slot_key.view(np.int64)
+        rec[:, [_VAL, _LEN, _PLEN]] = -1
+        full = (slot_idx >= 0).nonzero()[0]
+        i = slot_idx[full]
+        rec[full, _VAL] = vals[i]
+        rec[full, _LEN], rec[full, _HEAD] = lens[i], cols[0][i]
+        rec[full, _PLEN], rec[full, _PHEAD] = lens[n + i], cols[0][n + i]
+        rec[full, _ENT] = i
+        self.rec = _aligned_rows(xp, rec)
+        self.slot_key = self.rec[:, _KEY]
+        self.cols = [xp.asarray(c) for c in cols]  # bytes 8k.. of every entry, for the longer strings
 
-    def packed(self, offset: int) -> Any:
-        """(strings, k) uint64: bytes ``8k .. 8k+7`` of each string after its first ``offset`` bytes
-        (zeros past its end), computed once per offset."""
-        if offset not in self._packed:
-            width = max(1, (self.max_len - offset + 7) // 8)
-            lens = np.fromiter((len(st) for st in self.strings), dtype=np.int64, count=len(self.strings))
-            starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
-            b8 = bytes8(np, np.frombuffer(b"".join(self.strings), dtype=np.uint8))
-            cols = []
-            for k in range(width):
-                left = np.clip(lens - offset - 8 * k, 0, 8)
-                pos = np.minimum(starts + offset + 8 * k, starts + lens)  # stays inside the pool
-                cols.append(load8(np, b8, pos, left))
-            self._packed[offset] = self.xp.asarray(np.stack(cols, axis=1) if cols else np.zeros((0, 1), np.uint64))
-        return self._packed[offset]
-
-    def _starts_with(self, prefix: bytes) -> Any:
-        """Bool per string: it starts with ``prefix`` (cached)."""
-        key = ("starts", prefix)
-        if key not in self._packed:
-            self._packed[key] = self.xp.asarray(np.array([st.startswith(prefix) for st in self.strings], dtype=bool))
-        return self._packed[key]
-
-    def find(
-        self, keys: Any, data: Any, start: Any, length: Any, prefix: bytes = b"", with_prefix: Any = None,
-        *, verify: bool = True, b8: Any = None,
-    ) -> Any:
-        """Index of the string equal to ``prefix + data[start:start+length]`` for each query, else -1.
-        ``keys`` are the queries' hashes (``hash_bytes`` of the full string); ``with_prefix`` (bool per
-        query) limits the prefix to some queries. ``verify=False`` returns hash candidates only: the
-        caller must then :meth:`verify` the ones it uses."""
+    def find(self, keys: Any, data: Any, start: Any, length: Any, with_prefix: Any = None, *, b8: Any = None) -> Any:
+        """Value of the string equal to ``data[start:start+length]`` for each query (``prefix`` + those
+        bytes where ``with_prefix``: None = no query, True = every query, or a bool per query), else -1.
+        ``keys`` are the queries' :func:`hash_bytes` of the full string; ``b8`` is :func:`bytes8` of
+        ``data`` (computed when omitted)."""
         xp = self.xp
-        if keys.shape[0] == 0 or not self.strings:
-            return xp.full(keys.shape[0], -1, dtype=xp.int64)
-        shift = np.uint64(64 - self.bits)
-        res: Any = -1
-        for mix in _CUCKOO_MIX:  # a key sits in one of its two slots: two probes, no loop
-            slot = ((keys * np.uint64(mix)) >> shift).view(np.int64)
-            # an empty slot holds a key that no string has, and index -1
-            res = xp.where(self.slot_key[slot] == keys, self.slot_idx[slot], res)
-        return self.verify(res, data, start, length, prefix, with_prefix, b8=b8) if verify else res
-
-    def verify(
-        self, res: Any, data: Any, start: Any, length: Any, prefix: bytes = b"", with_prefix: Any = None,
-        *, b8: Any = None,
-    ) -> Any:
-        """``res`` with every candidate whose bytes differ from the query set to -1 (in place).
-        Bytes are compared 8 at a time; ``b8`` is :func:`bytes8` of ``data`` (computed when omitted)."""
-        xp = self.xp
-        hit = (res >= 0).nonzero()[0]
-        if hit.shape[0] == 0:
-            return res
+        nq = keys.shape[0]
+        if nq == 0 or not self.strings:
+            return xp.full(nq, -1, dtype=xp.int64)
         if b8 is None:
             b8 = bytes8(xp, data)
-        idx = res[hit]
-        ln = length[hit] if hasattr(length, "shape") and length.shape else xp.full(hit.shape, int(length), dtype=xp.int64)
-        st = start[hit]
-        if not prefix:
-            ok = self.str_len[idx] == ln
-            want = self.packed(0)
-        elif with_prefix is None:
-            ok = (self.str_len[idx] == ln + len(prefix)) & self._starts_with(prefix)[idx]
-            want = self.packed(len(prefix))
+        ln = length if hasattr(length, "shape") and length.shape else xp.full(nq, int(length), dtype=xp.int64)
+        k = keys.view(np.int64)
+        shift = np.uint64(64 - self.bits)
+        s1 = ((keys * np.uint64(_CUCKOO_MIX[0])) >> shift).view(np.int64)
+        s2 = ((keys * np.uint64(_CUCKOO_MIX[1])) >> shift).view(np.int64)
+        m1 = self.slot_key[s1] == k
+        hit = m1 | (self.slot_key[s2] == k)  # an empty slot holds a key no string has
+        r = self.rec[xp.where(m1, s1, s2)]
+        if with_prefix is None:
+            want_len, want_head, ent = r[:, _LEN], r[:, _HEAD], r[:, _ENT]
+        elif with_prefix is True:
+            want_len, want_head, ent = r[:, _PLEN], r[:, _PHEAD], r[:, _ENT] + len(self.strings)
         else:
-            wp = with_prefix[hit]
-            ok = self.str_len[idx] == ln + wp * len(prefix)
-            ok &= self._starts_with(prefix)[idx] | ~wp
-            p0, p1 = self.packed(0), self.packed(len(prefix))
-        # same length (checked above), so equal bytes <=> equal zero-padded 8-byte words
-        for k in range((int(ln.max()) + 7) // 8):
-            got = load8(xp, b8, xp.minimum(st + 8 * k, data.shape[0]), xp.maximum(ln - 8 * k, 0))
-            if prefix and with_prefix is not None:
-                w = xp.where(wp, p1[idx, min(k, p1.shape[1] - 1)], p0[idx, min(k, p0.shape[1] - 1)])
-            else:
-                w = want[idx, min(k, want.shape[1] - 1)]
-            ok &= got == w
-        res[hit[~ok]] = -1
-        return res
+            want_len = xp.where(with_prefix, r[:, _PLEN], r[:, _LEN])
+            want_head = xp.where(with_prefix, r[:, _PHEAD], r[:, _HEAD])
+            ent = r[:, _ENT] + with_prefix * len(self.strings)
+        # same length, so equal bytes <=> equal zero-padded 8-byte words; the words past the first only
+        # for the (few) candidates still equal and longer than 8k bytes
+        ok = hit & (want_len == ln) & (load8(xp, b8, start, ln).view(np.int64) == want_head)
+        for j in range(1, len(self.cols)):
+            more = (ok & (ln > 8 * j)).nonzero()[0]
+            if more.shape[0] == 0:
+                break
+            got = load8(xp, b8, start[more] + 8 * j, ln[more] - 8 * j).view(np.int64)
+            ok[more] = got == self.cols[j][ent[more]]
+        return xp.where(ok, r[:, _VAL], -1)
 
     def lookup(self, pre: PreTokens, start: Any = None, end: Any = None) -> Any:
-        """Index of each span of ``pre.data`` (default: every pre-token) in the table, or -1."""
+        """Value of each span of ``pre.data`` (default: every pre-token) in the table, or -1."""
         xp = self.xp
         start = pre.start if start is None else start
         end = pre.end if end is None else end
@@ -615,7 +610,18 @@ class ByteTable:
         if ok.size:
             s, e = start[ok], end[ok]
             res[ok] = self.find(span_hash(pre, s, e), pre.data, s, e - s, b8=pre.bytes8())
-        return xp.where(res >= 0, self.values[xp.maximum(res, 0)], -1)
+        return res
+
+
+def _aligned_rows(xp: ModuleType, rec: np.ndarray) -> Any:
+    """``rec`` (rows of 64 bytes) on the device, each row inside one cache line (NumPy aligns to 16)."""
+    if xp is not np:
+        return xp.asarray(rec)  # device allocations are 256-byte aligned
+    buf = np.empty(rec.size + 8, dtype=np.int64)
+    skip = (-buf.ctypes.data % 64) // 8
+    out = buf[skip : skip + rec.size].reshape(rec.shape)
+    out[...] = rec
+    return out
 
 
 _CUCKOO_MIX = (_MIX, 0x9FB21C651E98DF25)  # the two slot functions of the cuckoo table

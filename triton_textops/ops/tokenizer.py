@@ -78,7 +78,7 @@ class BertTokenizer:
         self.specials = [t for t in SPECIAL_TOKENS if t in ids]
         self._special_ids = self.xp.asarray(np.asarray([ids[t] for t in self.specials], dtype=np.int64))
         toks = [t.encode("utf-8") for t in ids]
-        self.table = ByteTable(toks, self.xp, values=list(ids.values()))
+        self.table = ByteTable(toks, self.xp, values=list(ids.values()), prefix=CONTINUATION)
         self.max_piece = max((len(t) - (2 if t.startswith(CONTINUATION) else 0) for t in toks), default=0)
         self.normalizer = Normalizer.get(lowercase, self.xp)
         self.backend = backend
@@ -124,130 +124,106 @@ class BertTokenizer:
         ntok = pre.start.shape[0]
         special = pre.special if pre.special is not None else xp.full(ntok, -1, dtype=xp.int64)
         is_word = special == -1
-        too_long = is_word & (pre.nchars > MAX_INPUT_CHARS_PER_WORD)
-        words = (is_word & ~too_long).nonzero()[0]
-        failed = xp.zeros(ntok, dtype=bool)
-        n_pieces = xp.zeros(ntok, dtype=xp.int64)
-        rounds_ids, rounds_words, rounds_failed = self._match_rounds(pre, words)
-        for ws in rounds_words:
-            n_pieces[ws] += 1
-        for ws in rounds_failed:
-            failed[ws] = True
+        is_special = special >= 0
+        unk = is_word & (pre.nchars > MAX_INPUT_CHARS_PER_WORD)
+        ids, owner, rank, failed = self._match_rounds(pre, (is_word & ~unk).nonzero()[0])
+        if failed.shape[0]:
+            unk[failed] = True
+            keep = (~unk[owner]).nonzero()[0]
+            ids, owner, rank = ids[keep], owner[keep], rank[keep]
         # pieces per token: the word's pieces, one [UNK], one special id, or none (absorbed by a special)
-        count = xp.where(is_word, xp.where(failed | too_long, 1, n_pieces), xp.where(special >= 0, 1, 0))
-        tok_off = xp.cumsum(count) - count
-        total = int(count.sum()) if ntok else 0
-        pieces = xp.empty(total, dtype=xp.int64)
-        for r, (ids, ws) in enumerate(zip(rounds_ids, rounds_words)):
-            keep = ~failed[ws]
-            pieces[tok_off[ws[keep]] + r] = ids[keep]
-        unk = (is_word & (failed | too_long)).nonzero()[0]
+        count = xp.bincount(owner, minlength=ntok) + unk + is_special
+        ends = xp.cumsum(count)
+        tok_off = ends - count
+        pieces = xp.empty(int(ends[-1]) if ntok else 0, dtype=xp.int64)
+        pieces[tok_off[owner] + rank] = ids
         pieces[tok_off[unk]] = self.unk_id
-        sp = (special >= 0).nonzero()[0]
+        sp = is_special.nonzero()[0]
         pieces[tok_off[sp]] = self._special_ids[special[sp]]
-        ends = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(count)])
-        return pieces, ends[pre.tok_offsets]
+        return pieces, xp.concatenate([xp.zeros(1, dtype=xp.int64), ends])[pre.tok_offsets]
 
-    def _match_rounds(self, pre: PreTokens, words: Any) -> tuple[list[Any], list[Any], list[Any]]:
-        """WordPiece over every word at once; list entry r holds piece r of the words that have one.
+    def _match_rounds(self, pre: PreTokens, words: Any) -> tuple[Any, Any, Any, Any]:
+        """WordPiece over every word at once: (piece id, word, piece rank) of every piece found, and the
+        words that cannot be split (their pieces, if any, are to be dropped for one ``[UNK]``).
 
-        Round by round (round r finds piece r of each word: most words end in round 0 as one whole-word
-        piece) until what is left is small enough to find every byte's longest piece in one pass and
-        walk it (:meth:`_walk_positions`; on a GPU almost always at once: no per-length host syncs)."""
+        Most words are one vocabulary piece: one lookup per word settles them. The rest go round by
+        round (round r finds piece r of each word) until what is left is small enough to find every
+        byte's longest piece in one pass and walk it (:meth:`_walk_positions`; on a GPU almost always
+        at once: no per-length host syncs)."""
         xp = self.xp
         limit = _WALK_LIMIT if xp is np else _WALK_LIMIT_GPU
-        ids_per_round: list[Any] = []
-        words_per_round: list[Any] = []
-        failed: list[Any] = []
         pos, end = pre.start[words], pre.end[words]
-        # most words are one vocabulary piece: a single lookup per word settles them (their round 0)
         whole = self.table.find(span_hash(pre, pos, end), pre.data, pos, end - pos, b8=pre.bytes8())
         hit = whole >= 0
-        first_ids, first_words = self.table.values[whole[hit]], words[hit]
+        ids, owner, ranks, failed = [whole[hit]], [words[hit]], [0], []
         rest = (~hit).nonzero()[0]
         words, pos, end = words[rest], pos[rest], end[rest]
-        cont = False
+        r = 0
         while words.shape[0]:
             if int((end - pos).sum()) * self.max_piece <= limit:
-                ids, ws, fl = self._walk_positions(pre, words, pos, end, cont)
-                ids_per_round, words_per_round, failed = ids_per_round + ids, words_per_round + ws, failed + fl
+                i, o, k, f = self._walk_positions(pre, words, pos, end, r > 0)
+                ids.append(i)
+                owner.append(o)
+                ranks.append(k + r)
+                failed.append(f)
                 break
-            best, blen = self._longest_match(pre, pos, end, cont)
+            best, blen = self._longest_match(pre, pos, end, r > 0)
+            ids.append(best)
+            owner.append(words)
+            ranks.append(r)
             miss = best < 0
             failed.append(words[miss])
-            ok = (~miss).nonzero()[0]
-            words, pos, end, best, blen = words[ok], pos[ok], end[ok], best[ok], blen[ok]
-            ids_per_round.append(best)
-            words_per_round.append(words)
             pos = pos + blen
-            more = (pos < end).nonzero()[0]
-            words, pos, end = words[more], pos[more], end[more]
-            cont = True
-        if ids_per_round:
-            ids_per_round[0] = xp.concatenate([first_ids, ids_per_round[0]])
-            words_per_round[0] = xp.concatenate([first_words, words_per_round[0]])
-        else:
-            ids_per_round, words_per_round = [first_ids], [first_words]
-        return ids_per_round, words_per_round, failed
+            go = (~miss & (pos < end)).nonzero()[0]
+            words, pos, end = words[go], pos[go], end[go]
+            r += 1
+        rank = xp.concatenate([xp.full(a.shape[0], k) if isinstance(k, int) else k for a, k in zip(ids, ranks)])
+        flat_failed = xp.concatenate(failed) if failed else xp.zeros(0, dtype=xp.int64)
+        return xp.concatenate(ids), xp.concatenate(owner), rank, flat_failed
 
-    def _walk_positions(
-        self, pre: PreTokens, words: Any, wstart: Any, wend: Any, all_cont: bool
-    ) -> tuple[list[Any], list[Any], list[Any]]:
+    def _walk_positions(self, pre: PreTokens, words: Any, wstart: Any, wend: Any, all_cont: bool) -> tuple[Any, Any, Any, Any]:
         """The longest piece at EVERY byte of the spans ``[wstart, wend)`` in one pass (``##``-prefixed
-        except at a span's start unless ``all_cont``), then a greedy walk per span with a few cheap array
-        operations per step. Same pieces as the rounds, far fewer array calls."""
+        except at a span's start unless ``all_cont``), then a greedy walk of all spans at once with a few
+        cheap array operations per step. Same pieces as the rounds, far fewer array calls. Returns
+        (piece id, word, rank within the walk, failed words); a failed word's ids are meaningless."""
         xp = self.xp
         nw = words.shape[0]
         wbytes = wend - wstart
         ends = xp.cumsum(wbytes)
         base = ends - wbytes
-        total = int(ends[-1]) if nw else 0
-        ids_per_round: list[Any] = []
-        words_per_round: list[Any] = []
-        if total == 0:
-            return ids_per_round, words_per_round, []
-        seg = xp.searchsorted(ends, xp.arange(total), side="right")
-        pos = wstart[seg] + xp.arange(total) - base[seg]
+        total = int(ends[-1])
+        at = xp.arange(total)
+        seg = xp.searchsorted(ends, at, side="right")
+        pos = wstart[seg] + at - base[seg]
         rem = xp.minimum(wend[seg] - pos, self.max_piece)
         cont = xp.ones(total, dtype=bool) if all_cont else pos != wstart[seg]
         top = int(rem.max())
         q = ((xp.arange(1, top + 1)[None, :] <= rem[:, None]).ravel()).nonzero()[0]
-        at, qlen = q // top, q % top + 1
-        s = pos[at]
-        key = span_hash(pre, s, s + qlen) + xp.where(cont[at], self._seed_pows[qlen], xp.uint64(0))
-        with_prefix = cont[at]
-        found = self.table.find(key, pre.data, s, qlen, CONTINUATION, with_prefix, verify=False)
-        qidx = xp.full(total * top, -1, dtype=xp.int64)
-        qidx[q] = xp.arange(q.shape[0])
-        while True:  # verify only each byte's longest candidate; a (rare) collision falls back to the next
-            score = xp.zeros(total * top, dtype=xp.int64)
-            score[q] = xp.where(found >= 0, qlen, 0)
-            best_len = score.reshape(total, top).max(axis=1)
-            chosen = qidx[(best_len > 0).nonzero()[0] * top + best_len[best_len > 0] - 1]
-            checked = self.table.verify(
-                found[chosen], pre.data, s[chosen], qlen[chosen], CONTINUATION, with_prefix[chosen], b8=pre.bytes8()
-            )
-            bad = chosen[checked < 0]
-            if bad.shape[0] == 0:
-                break
-            found[bad] = -1
-        best_id = xp.zeros(total, dtype=xp.int64)
-        best_id[best_len > 0] = self.table.values[found[chosen]]
-        failed: list[Any] = []
-        active = xp.arange(nw)
-        cur = base.copy()  # position index of each word's next piece
-        while active.shape[0]:
-            ln = best_len[cur]
-            miss = ln == 0
-            failed.append(words[active[miss]])
-            ok = (~miss).nonzero()[0]
-            active, cur, ln = active[ok], cur[ok], ln[ok]
-            ids_per_round.append(best_id[cur])
-            words_per_round.append(words[active])
-            cur = cur + ln
-            more = (cur < ends[active]).nonzero()[0]
-            active, cur = active[more], cur[more]
-        return ids_per_round, words_per_round, failed
+        qat, qlen = q // top, q % top + 1
+        s = pos[qat]
+        with_prefix = cont[qat]
+        key = span_hash(pre, s, s + qlen) + xp.where(with_prefix, self._seed_pows[qlen], np.uint64(0))
+        found = self.table.find(key, pre.data, s, qlen, True if all_cont else with_prefix, b8=pre.bytes8())
+        score = xp.zeros(total * top, dtype=xp.int64)
+        score[q] = xp.where(found >= 0, qlen, 0)
+        best_len = score.reshape(total, top).max(axis=1)
+        fid = xp.zeros(total * top, dtype=xp.int64)
+        fid[q] = found
+        best_id = fid[at * top + xp.maximum(best_len, 1) - 1]
+        nxt = xp.where(best_len > 0, at + best_len, total)  # a byte with no piece ends its word's walk
+        cur, lim, act = base, ends, xp.arange(nw)
+        visits, owners = [], []
+        while cur.shape[0]:
+            visits.append(cur)
+            owners.append(act)
+            cur = nxt[cur]
+            go = (cur < lim).nonzero()[0]
+            cur, lim, act = cur[go], lim[go], act[go]
+        sizes = [v.shape[0] for v in visits]
+        at_piece = xp.concatenate(visits)
+        who = words[xp.concatenate(owners)]
+        step = xp.repeat(xp.arange(len(sizes)), sizes)
+        return best_id[at_piece], who, step, who[best_len[at_piece] == 0]
 
     def _longest_match(self, pre: PreTokens, pos: Any, end: Any, cont: bool) -> tuple[Any, Any]:
         """For each word remainder ``data[pos:end]``, the id and byte length of the longest vocab piece
@@ -260,7 +236,7 @@ class BertTokenizer:
         n = pos.shape[0]
         rem = xp.minimum(end - pos, self.max_piece)
         top = int(rem.max()) if n else 0
-        prefix = CONTINUATION if cont else b""
+        prefix = True if cont else None
         if n * top <= _DENSE_LIMIT:
             ln = xp.arange(1, top + 1, dtype=xp.int64)
             q = ((ln[None, :] <= rem[:, None]).ravel()).nonzero()[0]
@@ -277,7 +253,7 @@ class BertTokenizer:
             tid[q] = found
             pick = xp.arange(n) * top + xp.maximum(blen, 1) - 1
             hit = blen > 0
-            best = xp.where(hit, self.table.values[xp.maximum(tid[pick], 0)], -1)
+            best = xp.where(hit, tid[pick], -1)
             return best, xp.where(hit, blen, 0)
         best = xp.full(n, -1, dtype=xp.int64)
         blen = xp.zeros(n, dtype=xp.int64)
@@ -297,7 +273,7 @@ class BertTokenizer:
                 key = key + self._seed_pows[ln]
             found = self.table.find(key, pre.data, s, ln, prefix, b8=pre.bytes8())
             hit = found >= 0
-            best[cand[hit]] = self.table.values[found[hit]]
+            best[cand[hit]] = found[hit]
             blen[cand[hit]] = ln
         return best, blen
 
