@@ -62,8 +62,11 @@ class TextBatch:
             if int(offsets[0]) != 0 or int(offsets[-1]) != data.shape[0] or bool((xp.diff(offsets) < 0).any()):
                 raise InputError("offsets must start at 0, be non-decreasing and end at len(data)")
         else:
-            data_h, offsets_h = pack_host(texts)
+            rows = _as_row_list(texts)
+            data_h, offsets_h = pack_host(rows)
             data, offsets = xp.asarray(data_h), xp.asarray(offsets_h)
+            if all(type(t) is str for t in rows):
+                validate = False  # encoded by Python, so valid UTF-8
         batch = cls(data, offsets, xp)
         if validate:
             bad = invalid_utf8_rows(batch)
@@ -87,6 +90,19 @@ def _as_row_list(texts: Any) -> list:
 def pack_host(texts: Any) -> tuple[np.ndarray, np.ndarray]:
     """Concatenate texts (str encoded as UTF-8, bytes as-is) into one uint8 buffer plus int64 offsets."""
     rows = _as_row_list(texts)
+    try:  # the usual case: all str (one list comprehension)
+        enc = [t.encode("utf-8") for t in rows] if all(type(t) is str for t in rows) else None
+    except UnicodeEncodeError:
+        enc = None  # the loop below names the row
+    if enc is None:
+        enc = _encode_rows(rows)
+    offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+    if enc:
+        np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=offsets[1:])
+    return np.frombuffer(b"".join(enc), dtype=np.uint8), offsets
+
+
+def _encode_rows(rows: list) -> list[bytes]:
     enc: list[bytes] = []
     for i, t in enumerate(rows):
         if isinstance(t, bytes):
@@ -100,10 +116,7 @@ def pack_host(texts: Any) -> tuple[np.ndarray, np.ndarray]:
             enc.append(bytes(t))
         else:
             raise InputError(f"row {i}: expected str or bytes, got {type(t).__name__}", rows=np.array([i]))
-    offsets = np.zeros(len(enc) + 1, dtype=np.int64)
-    if enc:
-        np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=offsets[1:])
-    return np.frombuffer(b"".join(enc), dtype=np.uint8), offsets
+    return enc
 
 
 def segment_of(offsets: Any, positions: Any, xp: ModuleType) -> Any:
@@ -227,7 +240,7 @@ class PreTokens:
     text: Any  # int64 per token: index of its text
     tok_offsets: Any  # int64 (n+1): token range of each text
     is_punct: Any  # bool per token: a one-character punctuation token
-    special: Any = None  # int64 per token: index of a raw special token (-1 none, -2 absorbed), or None
+    special: Any = None  # int64 per token: index of a raw special token (-1 none, -2 absorbed); None: none in the batch
     lowercase: bool = True  # the casing the text was normalized with
     _prefix: dict = field(default_factory=dict, repr=False)
 
@@ -399,19 +412,20 @@ class Normalizer:
         return pre
 
     def _mark_specials(self, batch: TextBatch, pre: PreTokens, specials: list[bytes], out_pos: Any) -> Any:
-        """Tokens covered by a raw occurrence of a special string: the first gets its index, the rest -2."""
+        """Tokens covered by a raw occurrence of a special string: the first gets its index, the rest -2
+        (-1: not covered); None when the batch holds no special string."""
         xp = self.xp
         data, offs = batch.data, batch.offsets
         n_in = data.shape[0]
         ntok = pre.start.shape[0]
-        special = xp.full(ntok, -1, dtype=xp.int64)
-        firsts = sorted({s[:1] for s in specials})
+        firsts = _first_bytes(tuple(specials))
         starts_one = data == firsts[0][0]  # a handful of first bytes ("[" for BERT): cheaper than isin
         for f in firsts[1:]:
             starts_one |= data == f[0]
         cand = starts_one.nonzero()[0]
         if cand.size == 0 or ntok == 0:
-            return special
+            return None
+        special = xp.full(ntok, -1, dtype=xp.int64)
         row_end = offs[segment_of(offs, cand, xp) + 1]
         which = xp.full(cand.shape, -1, dtype=xp.int64)
         length = xp.zeros(cand.shape, dtype=xp.int64)
@@ -425,7 +439,7 @@ class Normalizer:
             length = xp.where(ok, len(s), length)
         hit = (which >= 0).nonzero()[0]
         if hit.size == 0:
-            return special
+            return None
         pos, which, length = cand[hit], which[hit], length[hit]
         # drop matches overlapping an earlier match (leftmost wins)
         keep = xp.asarray(_non_overlapping(to_numpy(pos), to_numpy(length)))
@@ -443,6 +457,11 @@ class Normalizer:
         special[absorbed] = -2
         special[t_first] = which
         return special
+
+
+@functools.lru_cache(maxsize=8)
+def _first_bytes(specials: tuple[bytes, ...]) -> list[bytes]:
+    return sorted({s[:1] for s in specials})
 
 
 def _non_overlapping(pos: np.ndarray, length: np.ndarray) -> np.ndarray:
@@ -559,7 +578,11 @@ class ByteTable:
         rec[full, _PLEN], rec[full, _PHEAD] = lens[n + i], cols[0][n + i]
         rec[full, _ENT] = i
         self.rec = _aligned_rows(xp, rec)
-        self.slot_key = self.rec[:, _KEY]
+        self._col = [self.rec[:, c] for c in range(8)]
+        # the keys again, packed (512 KB for BERT's vocabulary: L2-resident), so that a probe that
+        # misses (most of WordPiece's candidate spans) never touches a record
+        self.slot_key = xp.ascontiguousarray(self._col[_KEY]).view(np.uint64)
+        self._probe = (np.uint64(_CUCKOO_MIX[0]), np.uint64(_CUCKOO_MIX[1]), np.uint64(64 - bits))
         self.cols = [xp.asarray(c) for c in cols]  # bytes 8k.. of every entry, for the longer strings
 
     def find(self, keys: Any, data: Any, start: Any, length: Any, with_prefix: Any = None, *, b8: Any = None) -> Any:
@@ -574,21 +597,21 @@ class ByteTable:
         if b8 is None:
             b8 = bytes8(xp, data)
         ln = length if hasattr(length, "shape") and length.shape else xp.full(nq, int(length), dtype=xp.int64)
-        k = keys.view(np.int64)
-        shift = np.uint64(64 - self.bits)
-        s1 = ((keys * np.uint64(_CUCKOO_MIX[0])) >> shift).view(np.int64)
-        s2 = ((keys * np.uint64(_CUCKOO_MIX[1])) >> shift).view(np.int64)
-        m1 = self.slot_key[s1] == k
-        hit = m1 | (self.slot_key[s2] == k)  # an empty slot holds a key no string has
-        r = self.rec[xp.where(m1, s1, s2)]
+        mix1, mix2, shift = self._probe
+        s1 = ((keys * mix1) >> shift).view(np.int64)
+        s2 = ((keys * mix2) >> shift).view(np.int64)
+        m1 = self.slot_key[s1] == keys
+        m2 = self.slot_key[s2] == keys  # an empty slot holds a key no string has
+        hit = m1 | m2
+        slot = xp.where(m1, s1, s2 * m2)  # a miss reads slot 0's (cached) record, not a cold line
+        col = self._col  # per-field views of the records: each gather reads the line the key probe loaded
         if with_prefix is None:
-            want_len, want_head, ent = r[:, _LEN], r[:, _HEAD], r[:, _ENT]
+            want_len, want_head = col[_LEN][slot], col[_HEAD][slot]
         elif with_prefix is True:
-            want_len, want_head, ent = r[:, _PLEN], r[:, _PHEAD], r[:, _ENT] + len(self.strings)
+            want_len, want_head = col[_PLEN][slot], col[_PHEAD][slot]
         else:
-            want_len = xp.where(with_prefix, r[:, _PLEN], r[:, _LEN])
-            want_head = xp.where(with_prefix, r[:, _PHEAD], r[:, _HEAD])
-            ent = r[:, _ENT] + with_prefix * len(self.strings)
+            want_len = xp.where(with_prefix, col[_PLEN][slot], col[_LEN][slot])
+            want_head = xp.where(with_prefix, col[_PHEAD][slot], col[_HEAD][slot])
         # same length, so equal bytes <=> equal zero-padded 8-byte words; the words past the first only
         # for the (few) candidates still equal and longer than 8k bytes
         ok = hit & (want_len == ln) & (load8(xp, b8, start, ln).view(np.int64) == want_head)
@@ -596,9 +619,14 @@ class ByteTable:
             more = (ok & (ln > 8 * j)).nonzero()[0]
             if more.shape[0] == 0:
                 break
+            ent = col[_ENT][slot[more]]
+            if with_prefix is True:
+                ent = ent + len(self.strings)
+            elif with_prefix is not None:
+                ent = ent + with_prefix[more] * len(self.strings)
             got = load8(xp, b8, start[more] + 8 * j, ln[more] - 8 * j).view(np.int64)
-            ok[more] = got == self.cols[j][ent[more]]
-        return xp.where(ok, r[:, _VAL], -1)
+            ok[more] = got == self.cols[j][ent]
+        return xp.where(ok, col[_VAL][slot], -1)
 
     def lookup(self, pre: PreTokens, start: Any = None, end: Any = None) -> Any:
         """Value of each span of ``pre.data`` (default: every pre-token) in the table, or -1."""

@@ -76,6 +76,7 @@ class BertTokenizer:
         self.unk_id, self.cls_id = ids["[UNK]"], ids["[CLS]"]
         self.sep_id, self.pad_id = ids["[SEP]"], ids["[PAD]"]
         self.specials = [t for t in SPECIAL_TOKENS if t in ids]
+        self._special_bytes = [t.encode() for t in self.specials]
         self._special_ids = self.xp.asarray(np.asarray([ids[t] for t in self.specials], dtype=np.int64))
         toks = [t.encode("utf-8") for t in ids]
         self.table = ByteTable(toks, self.xp, values=list(ids.values()), prefix=CONTINUATION)
@@ -116,30 +117,38 @@ class BertTokenizer:
     def pretokenize(self, texts: Any) -> PreTokens:
         """Stage (a): texts → normalized bytes + pre-token spans (with raw special tokens marked)."""
         batch = texts if isinstance(texts, TextBatch) else TextBatch.from_texts(texts, self.xp)
-        return self.normalizer.pretokenize(batch, [s.encode() for s in self.specials])
+        return self.normalizer.pretokenize(batch, self._special_bytes)
 
     def wordpiece(self, pre: PreTokens) -> tuple[Any, Any]:
         """Stage (b): pre-tokens → (piece ids, per-text piece offsets (n+1))."""
         xp = self.xp
         ntok = pre.start.shape[0]
-        special = pre.special if pre.special is not None else xp.full(ntok, -1, dtype=xp.int64)
-        is_word = special == -1
-        is_special = special >= 0
-        unk = is_word & (pre.nchars > MAX_INPUT_CHARS_PER_WORD)
-        ids, owner, rank, failed = self._match_rounds(pre, (is_word & ~unk).nonzero()[0])
+        special = pre.special
+        unk = pre.nchars > MAX_INPUT_CHARS_PER_WORD  # such a word is one [UNK]
+        if special is None:  # no special token in the batch: every token is a word
+            candidates = (~unk).nonzero()[0]
+        else:
+            is_word = special == -1
+            is_special = special >= 0
+            unk &= is_word
+            candidates = (is_word & ~unk).nonzero()[0]
+        ids, owner, rank, failed = self._match_rounds(pre, candidates)
         if failed.shape[0]:
             unk[failed] = True
             keep = (~unk[owner]).nonzero()[0]
             ids, owner, rank = ids[keep], owner[keep], rank[keep]
         # pieces per token: the word's pieces, one [UNK], one special id, or none (absorbed by a special)
-        count = xp.bincount(owner, minlength=ntok) + unk + is_special
+        count = xp.bincount(owner, minlength=ntok) + unk
+        if special is not None:
+            count += is_special
         ends = xp.cumsum(count)
         tok_off = ends - count
         pieces = xp.empty(int(ends[-1]) if ntok else 0, dtype=xp.int64)
         pieces[tok_off[owner] + rank] = ids
         pieces[tok_off[unk]] = self.unk_id
-        sp = is_special.nonzero()[0]
-        pieces[tok_off[sp]] = self._special_ids[special[sp]]
+        if special is not None:
+            sp = is_special.nonzero()[0]
+            pieces[tok_off[sp]] = self._special_ids[special[sp]]
         return pieces, xp.concatenate([xp.zeros(1, dtype=xp.int64), ends])[pre.tok_offsets]
 
     def _match_rounds(self, pre: PreTokens, words: Any) -> tuple[Any, Any, Any, Any]:
@@ -192,11 +201,11 @@ class BertTokenizer:
         ends = xp.cumsum(wbytes)
         base = ends - wbytes
         total = int(ends[-1])
-        at = xp.arange(total)
+        at = xp.arange(total)  # the words' bytes, laid end to end
         seg = xp.searchsorted(ends, at, side="right")
-        pos = wstart[seg] + at - base[seg]
-        rem = xp.minimum(wend[seg] - pos, self.max_piece)
-        cont = xp.ones(total, dtype=bool) if all_cont else pos != wstart[seg]
+        pos = at + (wstart - base)[seg]  # where in the text
+        rem = xp.minimum(ends[seg] - at, self.max_piece)
+        cont = xp.ones(total, dtype=bool) if all_cont else at != base[seg]
         top = int(rem.max())
         q = ((xp.arange(1, top + 1)[None, :] <= rem[:, None]).ravel()).nonzero()[0]
         qat, qlen = q // top, q % top + 1
@@ -304,22 +313,24 @@ class BertTokenizer:
         if dtype not in ("int64", "int32"):
             raise InputError(f"dtype must be 'int64' or 'int32', got {dtype!r}")
         ntext = piece_offsets.shape[0] - 1
-        lens = xp.diff(piece_offsets)
-        if return_overflowing_tokens:
+        lens = piece_offsets[1:] - piece_offsets[:-1]
+        if return_overflowing_tokens:  # window k of a text starts at piece k * step
             step = content - stride
             windows = xp.where(lens <= content, 1, 1 + (lens - content + step - 1) // step)
-        else:
-            step = content
-            windows = xp.ones(ntext, dtype=xp.int64)
-        row_ends = xp.cumsum(windows)
-        nrows = int(row_ends[-1]) if ntext else 0
-        row_text = xp.searchsorted(row_ends, xp.arange(nrows), side="right")
-        k = xp.arange(nrows) - (row_ends - windows)[row_text]
-        start = k * step
-        length = xp.minimum(content, lens[row_text] - start)
+            row_ends = xp.cumsum(windows)
+            nrows = int(row_ends[-1]) if ntext else 0
+            row_text = xp.searchsorted(row_ends, xp.arange(nrows), side="right")
+            start = (xp.arange(nrows) - (row_ends - windows)[row_text]) * step
+            first = piece_offsets[row_text] + start
+            length = xp.minimum(content, lens[row_text] - start)
+        else:  # one row per text: its first pieces
+            nrows = ntext
+            row_text = xp.arange(ntext)
+            first = piece_offsets[:-1]
+            length = xp.minimum(content, lens)
         j = xp.arange(content, dtype=xp.int64)
         inside = j[None, :] < length[:, None]
-        src = xp.where(inside, piece_offsets[row_text][:, None] + start[:, None] + j[None, :], 0)
+        src = xp.where(inside, first[:, None] + j[None, :], 0)
         body = xp.where(inside, pieces[src] if pieces.shape[0] else 0, self.pad_id)
         ids = xp.full((nrows, max_length), self.pad_id, dtype=xp.int64)
         rows = xp.arange(nrows)
