@@ -267,6 +267,14 @@ def test_every_wordpiece_strategy_is_exact(oracle, austen, vocab_path, monkeypat
     assert_same(tok.encode(texts, max_length=64), *reference_rows(oracle, texts, 64))
 
 
+def test_one_text_at_a_time(oracle, tok, austen):
+    """Batches of one (the walk path; a batch without special tokens) give the rows of the whole batch."""
+    texts = austen[:120] + ADVERSARIAL + ["[CLS] x [SEP]", "[MASK]", "un[UNK]able"]
+    ids, mask, mapping = reference_rows(oracle, texts, 64)
+    for i, t in enumerate(texts):
+        assert_same(tok.encode([t], max_length=64), ids[i : i + 1], mask[i : i + 1], mapping[i : i + 1] * 0)
+
+
 def test_byte_table_verifies_every_candidate():
     """A hash hit is only an answer once its bytes are compared: a query whose key is forged to equal a
     table string's key, but whose bytes differ (at any of 18 positions, with or without the prefix),
