@@ -605,8 +605,9 @@ class ByteTable:
         s2 = ((keys * mix2) >> shift).view(np.int64)
         m1 = self.slot_key[s1] == keys
         m2 = self.slot_key[s2] == keys  # an empty slot holds a key no string has
-        hit = m1 | m2
-        slot = xp.where(m1, s1, s2 * m2)  # a miss reads slot 0's (cached) record, not a cold line
+        # the matching probe's record; a miss reads slot 0's (cached) record instead of a cold line,
+        # whose bytes cannot equal the query's (that string's key would have matched one of the probes)
+        slot = xp.where(m1, s1, s2 * m2)
         col = self._col  # per-field views of the records: each gather reads the line the key probe loaded
         if with_prefix is None:
             want_len, want_head = col[_LEN][slot], col[_HEAD][slot]
@@ -617,7 +618,7 @@ class ByteTable:
             want_head = xp.where(with_prefix, col[_PHEAD][slot], col[_HEAD][slot])
         # same length, so equal bytes <=> equal zero-padded 8-byte words; the words past the first only
         # for the (few) candidates still equal and longer than 8k bytes
-        ok = hit & (want_len == ln) & (load8(xp, b8, start, ln).view(np.int64) == want_head)
+        ok = (want_len == ln) & (load8(xp, b8, start, ln).view(np.int64) == want_head)
         for j in range(1, len(self.cols)):
             more = (ok & (ln > 8 * j)).nonzero()[0]
             if more.shape[0] == 0:
