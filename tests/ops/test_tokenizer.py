@@ -232,6 +232,8 @@ def test_gpu_equals_cpu(vocab_path, austen):
     data, offs = pack_host(texts)
     dev = gpu.encode((cp.asarray(data), cp.asarray(offs)), max_length=128)
     np.testing.assert_array_equal(cp.asnumpy(dev.input_ids), cpu.encode(texts, max_length=128).input_ids)
+    for t in austen[:40] + ADVERSARIAL:  # batches of one: the whole-word lookup, then the walk
+        np.testing.assert_array_equal(cp.asnumpy(gpu.encode([t]).input_ids), cpu.encode([t]).input_ids)
 
 
 def test_cudf_backend_needs_a_gpu(vocab_path):

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops.xp import array_module
+from triton_textops.ops.xp import array_module, bincount
 
 __all__ = ["BlendRequest", "blend_requests", "blend_scores", "validate_blend_request"]
 
@@ -109,7 +109,7 @@ def validate_blend_request(
                 f"overflow_to_sample_mapping values must be text indices in [0, {n}): "
                 f"got {int(m.min())}..{int(m.max())}"
             )
-        counts = xp.bincount(m, minlength=n) if r else xp.zeros(n, dtype=np.int64)
+        counts = bincount(xp, m, n)
         if n and not bool((counts > 0).all()):
             raise InputError(f"text {int(xp.argmin(counts > 0))} has no BERT row in overflow_to_sample_mapping")
         mapping = m
@@ -204,7 +204,7 @@ def blend_requests(requests: Sequence[dict[str, Any] | BlendRequest]) -> list[An
             m = req.mapping if req.mapping is not None else xp.arange(req.n, dtype=np.int64)
             maps.append(m + offset)
             offset += req.n
-        counts = xp.bincount(xp.concatenate(maps), minlength=offset) if offset else xp.zeros(0, np.int64)
+        counts = bincount(xp, xp.concatenate(maps), offset)
         big = BlendRequest(
             xp.concatenate(bert), xp.concatenate(tree), xp.concatenate(weight),
             xp.concatenate(maps), counts, (offset,), xp,

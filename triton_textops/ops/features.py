@@ -31,7 +31,7 @@ import numpy as np
 
 from triton_textops.errors import InputError
 from triton_textops.ops.text import ByteTable, Normalizer, PreTokens, TextBatch, bytes8, load8
-from triton_textops.ops.xp import get_xp
+from triton_textops.ops.xp import bincount, get_xp
 
 __all__ = [
     "ARTIFACT_FORMAT",
@@ -118,13 +118,6 @@ def _dedupe(words: Iterable[str]) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------ array helpers
-
-
-def _bincount(xp: ModuleType, x: Any, size: int) -> Any:
-    """``bincount(x, minlength=size)`` that accepts an empty ``x`` on CuPy too."""
-    if x.shape[0] == 0:
-        return xp.zeros(size, dtype=np.int64)
-    return xp.bincount(x, minlength=size)
 
 
 def _shift_next(xp: ModuleType, a: Any, fill: Any) -> Any:
@@ -287,7 +280,7 @@ def _count_distinct(xp: ModuleType, data: Any, start: Any, length: Any, text: An
         pending = pending[~same]
         slot[pending] = (slot[pending] + 1) & size_mask
         first = False
-    return _bincount(xp, text[xp.concatenate(leaders)], n)
+    return bincount(xp, text[xp.concatenate(leaders)], n)
 
 
 _SLOT_MIX = 0xD6E8FEB86659FD93  # odd multiplier spreading hashes over the slots
@@ -633,7 +626,7 @@ class ReadabilityFeatures:
         col = t["col"][fhit]
         has_col = xp.flatnonzero(col >= 0)
         flat = xp.concatenate([ftext[stop_of] * width + 5, ftext[has_col] * width + n_base + col[has_col]])
-        out = _bincount(xp, flat, n * width).reshape(n, width).astype(np.float32)
+        out = bincount(xp, flat, n * width).reshape(n, width).astype(np.float32)
         # distinct words: table words exactly by (text, table index), the others by byte-checked grouping
         size = table.size
         if n * size <= _MARK_LIMIT:
@@ -703,7 +696,7 @@ class ReadabilityFeatures:
                 pkey = xp.where(pl <= 4, load8(xp, b8, pre.start[prev], pl), np.uint64(0))
                 ends[cand] = ~((pre.nchars[prev] == 1) | _is_any(xp, pkey, _ABBR_KEYS))
             e_tok, e_text = p[ends], text_p[ends]
-            n_ends = _bincount(xp, e_text, pre.n)
+            n_ends = bincount(xp, e_text, pre.n)
             if e_tok.shape[0]:
                 last = xp.ones(e_tok.shape[0], dtype=bool)
                 last[:-1] = e_text[1:] != e_text[:-1]

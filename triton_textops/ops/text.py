@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops.xp import to_numpy
+from triton_textops.ops.xp import bincount, to_numpy
 
 WORD, SPACE, PUNCT = 0, 1, 2  # pre-tokenizer classes of a normalized code point
 
@@ -396,7 +396,7 @@ class Normalizer:
         # each text's first token, then each token's text: a marker per text start, summed (cheaper
         # than a binary search per token)
         tok_offsets = xp.searchsorted(first, text_offsets, side="left")
-        tok_text = xp.cumsum(xp.bincount(tok_offsets[1:-1], minlength=first.shape[0] + 1))[: first.shape[0]]
+        tok_text = xp.cumsum(bincount(xp, tok_offsets[1:-1], first.shape[0] + 1))[: first.shape[0]]
         pre = PreTokens(
             xp=xp,
             n=batch.n,

@@ -25,7 +25,7 @@ from triton_textops.ops.text import (
     hash_bytes,
     span_hash,
 )
-from triton_textops.ops.xp import get_xp, resolve_device, to_numpy
+from triton_textops.ops.xp import bincount, get_xp, resolve_device, to_numpy
 
 SPECIAL_TOKENS = ("[UNK]", "[SEP]", "[CLS]", "[PAD]", "[MASK]")  # HF registers those present in the vocab
 REQUIRED_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[PAD]")
@@ -138,7 +138,7 @@ class BertTokenizer:
             keep = (~unk[owner]).nonzero()[0]
             ids, owner, rank = ids[keep], owner[keep], rank[keep]
         # pieces per token: the word's pieces, one [UNK], one special id, or none (absorbed by a special)
-        count = xp.bincount(owner, minlength=ntok) + unk
+        count = bincount(xp, owner, ntok) + unk
         if special is not None:
             count += is_special
         ends = xp.cumsum(count)

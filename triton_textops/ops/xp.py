@@ -98,3 +98,12 @@ def tune_host_allocator(threshold: int = 1 << 30) -> bool:
         return bool(libc.mallopt(M_MMAP_THRESHOLD, threshold)) and bool(libc.mallopt(M_TRIM_THRESHOLD, threshold))
     except (OSError, AttributeError):
         return False
+
+
+def bincount(xp: ModuleType, x: Any, size: int) -> Any:
+    """Occurrences of each value ``0 .. size-1`` in ``x`` (int, all values < ``size``), as int64.
+
+    ``xp.bincount`` except that an empty ``x`` works on CuPy too (its bincount takes ``max(x)``)."""
+    if x.shape[0] == 0:
+        return xp.zeros(size, dtype=np.int64)
+    return xp.bincount(x, minlength=size).astype(np.int64, copy=False)
