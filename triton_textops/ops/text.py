@@ -369,19 +369,17 @@ class Normalizer:
             lead_hi = hi[is_lead_hi]
             lead_cls = self.pclass[decode_at(out, lead_hi, xp)]
             cls[hi] = lead_cls[xp.cumsum(is_lead_hi) - 1]
-        boundary = xp.zeros(total + 1, dtype=bool)  # first byte of a text (and the end)
-        boundary[text_offsets] = True
-        brk = cls != WORD
+        brk = xp.ones(total + 2, dtype=bool)  # brk[i + 1]: byte i is no word byte; the ends break too
+        brk[1:-1] = cls != WORD
+        prev_break, next_break = brk[:-2], brk[2:]
+        if batch.n > 1:  # where two texts meet, one token ends and the next starts
+            boundary = xp.zeros(total + 1, dtype=bool)
+            boundary[text_offsets] = True
+            prev_break, next_break = prev_break | boundary[:total], next_break | boundary[1:]
         not_space = cls != SPACE
         is_p = cls == PUNCT
-        prev_break = xp.empty(total, dtype=bool)
-        next_break = xp.empty(total, dtype=bool)
-        if total:
-            prev_break[0] = next_break[-1] = True
-            prev_break[1:] = brk[:-1]
-            next_break[:-1] = brk[1:]
-        start_mask = not_space & (is_p | prev_break | boundary[:total])
-        end_mask = not_space & (is_p | next_break | boundary[1:])
+        start_mask = not_space & (is_p | prev_break)
+        end_mask = not_space & (is_p | next_break)
         if ascii_only:  # every byte is a character
             first, last = start_mask.nonzero()[0], end_mask.nonzero()[0]
             nchars = last - first + 1
