@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import time
 from collections.abc import Callable
-from importlib import resources
+
+from triton_textops.bundled import austen_paragraphs
 
 
 def austen() -> list[str]:
-    path = resources.files("triton_textops") / "data" / "austen-paragraphs.jsonl"
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line)["text"] for line in f]
+    return austen_paragraphs()
 
 
 def machine() -> str:

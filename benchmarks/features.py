@@ -13,11 +13,9 @@ the CPU at batch 512. With a CUDA GPU (CuPy), the GPU path is timed too.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -25,15 +23,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "ops"))
 
+from triton_textops.bundled import austen_paragraphs  # noqa: E402
 from triton_textops.ops.features import ReadabilityFeatures  # noqa: E402
 from triton_textops.ops.xp import gpu_available, tune_host_allocator  # noqa: E402
 
 BATCHES = (1, 32, 512)
-
-
-def _austen() -> list[str]:
-    lines = (resources.files("triton_textops") / "data" / "austen-paragraphs.jsonl").read_text("utf-8").splitlines()
-    return [json.loads(line)["text"] for line in lines]
 
 
 def nltk_per_text(feats: ReadabilityFeatures) -> Callable[[Sequence[str]], np.ndarray]:
@@ -91,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # as our Triton models do in initialize: large temporaries stay on the heap (see tune_host_allocator)
     print(f"# glibc mmap/trim thresholds raised: {tune_host_allocator()}")
-    texts = _austen()
+    texts = austen_paragraphs()
     train, test = texts[0::2], texts[1::2]
     feats = ReadabilityFeatures.fit(train)
     # Our paths are timed before the comparators are imported: importing tokenizers/NLTK slowed the

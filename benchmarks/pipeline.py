@@ -94,6 +94,7 @@ def _suffixed(plan: Any, suffix: str) -> Any:
 def build_repository(directory: Path, artifacts: Path, *, max_batch_size: int, gpu: bool, gpu_backends: str,
                      instances: int) -> Path:
     """``ensemble_all`` (KIND_CPU, python backends) + ``hf_preprocess`` [+ ``*_gpu`` KIND_GPU copies]."""
+    from triton_textops.bundled import vocab_path
     from triton_textops.examples import readability as rd
     from triton_textops.repo.config import load_config, write_config
     from triton_textops.repo.generate import plan_repository, write_plan
@@ -103,7 +104,7 @@ def build_repository(directory: Path, artifacts: Path, *, max_batch_size: int, g
     repo = rd.build_repository(directory, artifacts, device="cpu", backends="python",
                                max_batch_size=max_batch_size, instances=instances)
     if gpu:
-        plan = plan_repository(device="gpu", vocab=rd.vocab_path(), features=artifacts / "features.json",
+        plan = plan_repository(device="gpu", vocab=vocab_path(), features=artifacts / "features.json",
                                bert_model=artifacts / "model.onnx", forest=artifacts / "checkpoint.tl",
                                backends=gpu_backends, max_batch_size=max_batch_size, instances=instances)
         write_plan(_suffixed(plan, GPU_SUFFIX), repo)
@@ -117,7 +118,7 @@ def build_repository(directory: Path, artifacts: Path, *, max_batch_size: int, g
     (hf / "1").mkdir(parents=True)
     write_config(cfg, hf / "config.pbtxt")
     shutil.copyfile(HERE / "models" / HF_MODEL / "model.py", hf / "1" / "model.py")
-    shutil.copyfile(rd.vocab_path(), hf / "vocab.txt")
+    shutil.copyfile(vocab_path(), hf / "vocab.txt")
     shutil.copyfile(artifacts / "features.json", hf / "features.json")
     return repo
 
@@ -600,6 +601,7 @@ def _gpu() -> bool:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     t_run = time.monotonic()
+    from triton_textops.bundled import vocab_path
     from triton_textops.examples import readability as rd
     from triton_textops.ops.features import ReadabilityFeatures
     from triton_textops.ops.tokenizer import BertTokenizer
@@ -626,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
     step(f"repository {repo} (max_batch_size {max_batch})")
 
     feats = ReadabilityFeatures.load(artifacts / "features.json")
-    ops = ClientOps(BertTokenizer.from_vocab(rd.vocab_path(), lowercase=feats.lowercase), feats, rd.MAX_LENGTH)
+    ops = ClientOps(BertTokenizer.from_vocab(vocab_path(), lowercase=feats.lowercase), feats, rd.MAX_LENGTH)
     texts = austen()
     pool = TextPool(list(np.random.default_rng(0).permutation(np.array(texts, dtype=object))))
 

@@ -106,9 +106,9 @@ def read_excerpts(source: str | None, count: int, seed: int = 0, n_test: int = 3
         if not lines:
             raise SystemExit(f"demo: no excerpts in {'stdin' if source == '-' else source}")
         return lines, "stdin" if source == "-" else source
-    from triton_textops.examples.readability import load_corpus
+    from triton_textops.bundled import austen_paragraphs
 
-    texts = load_corpus()
+    texts = austen_paragraphs()
     held_out = np.random.default_rng(seed).permutation(len(texts))[: min(n_test, len(texts) // 4)]
     return [texts[i] for i in held_out[:count]], f"{count} held-out bundled Austen paragraphs"
 

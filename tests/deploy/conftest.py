@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from triton_textops import ReadabilityFeatures
-from triton_textops.repo.generate import bundled_vocab, create_repository
-
-DATA = resources.files("triton_textops") / "data"
+from triton_textops.bundled import austen_paragraphs, vocab_path
+from triton_textops.repo.generate import create_repository
 
 
 @pytest.fixture(scope="session")
 def deploy_features(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    with (DATA / "austen-paragraphs.jsonl").open(encoding="utf-8") as f:
-        texts = [json.loads(line)["text"] for line in f][::16]
+    texts = austen_paragraphs()[::16]
     path = tmp_path_factory.mktemp("deploy-artifacts") / "features.json"
     ReadabilityFeatures.fit(texts, n_common=20, n_rare=20).save(path)
     return path
@@ -56,7 +52,7 @@ def make_repo(tmp_path: Path, deploy_features: Path) -> Callable[..., Path]:
         return create_repository(
             tmp_path / name,
             device=device,
-            vocab=bundled_vocab(),
+            vocab=vocab_path(),
             features=deploy_features,
             bert_model=onnx,
             forest=forest,

@@ -2,30 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-import textwrap
-from importlib import resources
 from pathlib import Path
 
 import pytest
+from model_dirs import write_model  # noqa: F401  (re-exported for the tests of this package)
 
-DATA = resources.files("triton_textops") / "data"
-
-
-def austen() -> list[str]:
-    with (DATA / "austen-paragraphs.jsonl").open(encoding="utf-8") as f:
-        return [json.loads(line)["text"] for line in f]
-
-
-def write_model(root: Path, name: str, module: str, config: str, files: dict[str, Path] | None = None) -> Path:
-    d = root / name
-    (d / "1").mkdir(parents=True)
-    (d / "1" / "model.py").write_text(f"from triton_textops.models.{module} import TritonPythonModel  # noqa: F401\n")
-    (d / "config.pbtxt").write_text(f'name: "{name}"\nbackend: "python"\n' + textwrap.dedent(config))
-    for target, src in (files or {}).items():
-        shutil.copy(src, d / target)
-    return d
+from triton_textops.bundled import austen_paragraphs as austen
+from triton_textops.bundled import vocab_path
 
 
 @pytest.fixture(scope="session")
@@ -39,4 +22,4 @@ def features_artifact(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def vocab() -> Path:
-    return Path(str(DATA / "bert-base-uncased-vocab.txt"))
+    return vocab_path()

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
-from importlib import resources
-
 import pytest
 
-DATA = resources.files("triton_textops") / "data"
-VOCAB = str(DATA / "bert-base-uncased-vocab.txt")
+from triton_textops.bundled import austen_paragraphs
+from triton_textops.bundled import vocab_path as bundled_vocab
+
+VOCAB = str(bundled_vocab())
 
 
 @pytest.fixture(scope="session")
 def austen() -> list[str]:
-    with (DATA / "austen-paragraphs.jsonl").open(encoding="utf-8") as f:
-        return [json.loads(line)["text"] for line in f]
+    return austen_paragraphs()
 
 
 @pytest.fixture(scope="session")

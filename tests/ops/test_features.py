@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from triton_textops import InputError, ReadabilityFeatures
+from triton_textops.bundled import austen_paragraphs
 from triton_textops.ops.features import ARTIFACT_FORMAT, load_stopwords
 from triton_textops.ops.text import Normalizer, TextBatch
 
@@ -22,18 +23,13 @@ import features_reference as ref  # noqa: E402
 DATA = resources.files("triton_textops") / "data"
 
 
-def _austen() -> list[str]:
-    lines = (DATA / "austen-paragraphs.jsonl").read_text("utf-8").splitlines()
-    return [json.loads(line)["text"] for line in lines]
-
-
 def _sw(name: str = "nltk-179") -> list[str]:
     return ref.load_stopwords(Path(str(DATA / "stopwords" / f"{name}.txt")))
 
 
 @pytest.fixture(scope="module")
 def austen_split():
-    texts = _austen()
+    texts = austen_paragraphs()
     return texts[0::2], texts[1::2]
 
 

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
-DATA = resources.files("triton_textops") / "data"
-
-
-def austen() -> list[str]:
-    with (DATA / "austen-paragraphs.jsonl").open(encoding="utf-8") as f:
-        return [json.loads(line)["text"] for line in f]
+from triton_textops.bundled import austen_paragraphs as austen
+from triton_textops.bundled import vocab_path
 
 
 @pytest.fixture(scope="session")
@@ -28,4 +22,4 @@ def features_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def vocab() -> Path:
-    return Path(str(DATA / "bert-base-uncased-vocab.txt"))
+    return vocab_path()

@@ -20,7 +20,6 @@ from triton_textops.repo.generate import (
     MODELS,
     SAMPLE_EXCERPT,
     RepositoryError,
-    bundled_vocab,
     create_repository,
     plan_repository,
 )
@@ -28,7 +27,7 @@ from triton_textops.testing import load_model, run_ensemble
 from triton_textops.testing import pb_utils as pb
 from triton_textops.triton.params import resolve_path
 
-from .conftest import austen
+from .conftest import austen, vocab_path
 
 MEMBERS = [m for m in MODELS if m != ENSEMBLE]
 KIND_GPU, KIND_CPU = 1, 2  # ModelInstanceGroup.Kind
@@ -313,7 +312,7 @@ def test_cli_creates_repository_with_bundled_vocab(tmp_path, features_artifact, 
                  "--max-batch-size", "4", "--instances", "2", "--warmup"]) == 0
     out = capsys.readouterr().out
     assert f"wrote {target}" in out and "note: bert-large" in out and "note: cuml" in out
-    assert (target / "preprocess" / "vocab.txt").read_bytes() == bundled_vocab().read_bytes()
+    assert (target / "preprocess" / "vocab.txt").read_bytes() == vocab_path().read_bytes()
     pre = load_config(target / "preprocess")
     assert [(g.count, g.kind) for g in pre.instance_group] == [(2, KIND_GPU)] and pre.max_batch_size == 4
     assert pre.model_warmup[0].name == "sample_excerpt"
@@ -331,4 +330,4 @@ def test_cli_requires_device_and_features(tmp_path, features_artifact):
     with pytest.raises(SystemExit):
         main(["repo", "create", str(tmp_path / "x"), "--device", "cpu"])
     assert not (tmp_path / "x").exists()
-    assert os.path.isfile(bundled_vocab())
+    assert os.path.isfile(vocab_path())

@@ -7,28 +7,17 @@ paragraphs, request helpers and a comparison of outputs that demands exact equal
 
 from __future__ import annotations
 
-import json
-import shutil
-import textwrap
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from model_dirs import write_model  # noqa: F401  (re-exported)
 
-DATA = resources.files("triton_textops") / "data"
+from triton_textops.bundled import austen_paragraphs as austen
+from triton_textops.bundled import vocab_path  # noqa: F401  (re-exported)
+
 FORCE_NO = 'parameters: { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value: { string_value: "no" } }\n'
-
-
-def austen() -> list[str]:
-    """The bundled Austen paragraphs (one text per line of the jsonl)."""
-    with (DATA / "austen-paragraphs.jsonl").open(encoding="utf-8") as f:
-        return [json.loads(line)["text"] for line in f]
-
-
-def vocab_path() -> Path:
-    return Path(str(DATA / "bert-base-uncased-vocab.txt"))
 
 
 def fit_features(dst: Path) -> Path:
@@ -37,17 +26,6 @@ def fit_features(dst: Path) -> Path:
 
     ReadabilityFeatures.fit(austen()[::2]).save(dst)
     return dst
-
-
-def write_model(root: Path, name: str, module: str, config: str, files: Mapping[str, Path] | None = None) -> Path:
-    """``root/name`` with config.pbtxt, ``1/model.py`` importing ``triton_textops.models.<module>``, and files."""
-    d = root / name
-    (d / "1").mkdir(parents=True)
-    (d / "1" / "model.py").write_text(f"from triton_textops.models.{module} import TritonPythonModel  # noqa: F401\n")
-    (d / "config.pbtxt").write_text(f'name: "{name}"\nbackend: "python"\n' + textwrap.dedent(config))
-    for target, src in (files or {}).items():
-        shutil.copy(src, d / target)
-    return d
 
 
 # ---------------------------------------------------------------------------------------------- configs

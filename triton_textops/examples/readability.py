@@ -31,11 +31,12 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from triton_textops.bundled import austen_paragraphs, vocab_path
 
 # Packages the model runtime venv (numpy<2, the stub's) needs to run the python-backend bert-large/cuml models.
 RUNTIME_PACKAGES: tuple[str, ...] = ("onnxruntime>=1.18", "treelite>=4.1,<5")
@@ -50,12 +51,6 @@ ProgressFn = Callable[[str], None]
 
 
 # ------------------------------------------------------------------------------------------------ data, target
-
-
-def load_corpus() -> list[str]:
-    """The bundled Austen paragraphs (3,967 texts of 60–300 words)."""
-    path = resources.files("triton_textops") / "data" / "austen-paragraphs.jsonl"
-    return [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 _WORD = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)*")
@@ -242,7 +237,7 @@ def train(out_dir: str | os.PathLike[str], config: TrainConfig | None = None, *,
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     steps = Steps(out or sys.stderr)
-    texts = load_corpus()
+    texts = austen_paragraphs()
     rng = np.random.default_rng(cfg.seed)
     order = rng.permutation(len(texts))[: cfg.limit or len(texts)]
     texts = [texts[i] for i in order]
@@ -314,11 +309,6 @@ def train(out_dir: str | os.PathLike[str], config: TrainConfig | None = None, *,
     return report
 
 
-def vocab_path() -> Path:
-    """The bundled bert-base-uncased ``vocab.txt`` (the encoder's vocabulary)."""
-    return Path(str(resources.files("triton_textops") / "data" / "bert-base-uncased-vocab.txt"))
-
-
 def cached_artifacts(cache: str | os.PathLike[str], config: TrainConfig | None = None, *, out: Any = None
                      ) -> tuple[Path, dict[str, Any], bool]:
     """Trained artifacts under ``cache/artifacts-<config key>/``: (directory, report, whether trained now).
@@ -378,5 +368,5 @@ def _merge(timings: dict[str, float]) -> dict[str, float]:
 
 
 __all__ = ["RUNTIME_PACKAGES", "TrainConfig", "build_repository", "cached_artifacts", "count_syllables",
-           "encoder_path", "flesch_kincaid_grade", "format_report", "load_corpus", "r2_score",
+           "encoder_path", "flesch_kincaid_grade", "format_report", "r2_score",
            "regressor_onnx", "train"]

@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from triton_textops.repo.generate import RepositoryError, bundled_vocab, plan_repository, write_plan
+from triton_textops.bundled import vocab_path
+from triton_textops.repo.generate import RepositoryError, plan_repository, write_plan
 
 
 def add_parser(subparsers: Any) -> None:
@@ -44,7 +45,7 @@ def _create(args: argparse.Namespace) -> int:
     try:
         plan = plan_repository(
             device=args.device,
-            vocab=args.vocab if args.vocab is not None else bundled_vocab(),
+            vocab=args.vocab if args.vocab is not None else vocab_path(),
             features=args.features,
             bert_model=args.bert_model,
             forest=args.forest,

@@ -20,7 +20,6 @@ import shutil
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,6 @@ __all__ = [
     "ENSEMBLE",
     "MODELS",
     "SAMPLE_EXCERPT",
-    "bundled_vocab",
     "plan_repository",
     "create_repository",
     "write_plan",
@@ -71,11 +69,6 @@ class RepositoryPlan:
     files: dict[str, bytes] = field(default_factory=dict)  # "model/relative/path" -> content
     executables: set[str] = field(default_factory=set)  # relative paths written with mode 0755
     notes: list[str] = field(default_factory=list)  # what the user still has to add
-
-
-def bundled_vocab() -> Path:
-    """The bert-base-uncased ``vocab.txt`` shipped with the package."""
-    return Path(str(resources.files("triton_textops") / "data" / "bert-base-uncased-vocab.txt"))
 
 
 # --------------------------------------------------------------------------- message helpers
