@@ -2,11 +2,13 @@
 # One prepared GPU check for a lent device machine (CuPy 14, numpy 2, Python 3.12, no internet there).
 # It runs the `gpu`-marked tests and the GPU benchmarks and writes everything under $OUT.
 #
-# Prepare here (wheels the device image lacks: the pinned tokenizers oracle and tritonclient's config schema):
+# Prepare here (wheels the device image may lack: the pinned tokenizers oracle, tritonclient's config schema,
+# and the test runner with hypothesis, which tests/ops imports):
 #   echo /.whl/ >> .git/info/exclude
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-#     -d .whl tokenizers==0.22.2 tritonclient==2.73.0
+#     -d .whl tokenizers==0.22.2 tritonclient==2.73.0 pytest pluggy iniconfig packaging hypothesis \
+#     sortedcontainers attrs
 # Then call the device tool's `run` with carry [".whl"] and: bash benchmarks/gpu_check.sh
 set -u
 OUT=${OUT:-$PWD/out}
