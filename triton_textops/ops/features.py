@@ -31,7 +31,7 @@ import numpy as np
 
 from triton_textops.errors import InputError
 from triton_textops.ops.text import ByteTable, Normalizer, PreTokens, TextBatch, bytes8, load8
-from triton_textops.ops.xp import bincount, get_xp
+from triton_textops.ops.xp import bincount, device_constant, get_xp
 
 __all__ = [
     "ARTIFACT_FORMAT",
@@ -151,11 +151,10 @@ def _same_tail(xp: ModuleType, data: Any, a_start: Any, b_data: Any, b_start: An
     return ((a == b) | ~inside).all(axis=1)
 
 
-def _is_any(xp: ModuleType, key: Any, keys: Sequence[int]) -> Any:
-    out = key == keys[0]
-    for k in keys[1:]:
-        out |= key == k
-    return out
+def _is_any(xp: ModuleType, key: Any, keys: tuple[int, ...]) -> Any:
+    """``key`` (uint64) is one of the constant ``keys``: one binary search, not a compare per key."""
+    table = device_constant(xp, ("is_any", keys), lambda: np.array(sorted(set(keys)), dtype=np.uint64))
+    return table[xp.minimum(xp.searchsorted(table, key), table.shape[0] - 1)] == key
 
 
 def _span_keys(xp: ModuleType, b8: Any, start: Any, length: Any, head: Any) -> Any:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops.xp import bincount, to_numpy
+from triton_textops.ops.xp import bincount, device_constant, to_numpy
 
 WORD, SPACE, PUNCT = 0, 1, 2  # pre-tokenizer classes of a normalized code point
 
@@ -178,18 +178,7 @@ def bytes8(xp: ModuleType, data: Any) -> Any:
     return out
 
 
-_MASK8 = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [_M64], dtype=np.uint64)
-_MASK_CACHE: dict[tuple, Any] = {}
-
-
-def _mask8(xp: ModuleType) -> Any:
-    """``_MASK8`` (low ``k`` bytes set, k = 0..8) on the array module's current device."""
-    if xp is np:
-        return _MASK8
-    key = (xp.__name__, xp.cuda.runtime.getDevice())
-    if key not in _MASK_CACHE:
-        _MASK_CACHE[key] = xp.asarray(_MASK8)
-    return _MASK_CACHE[key]
+_MASK8 = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [_M64], dtype=np.uint64)  # low k bytes set
 
 
 def load8(xp: ModuleType, b8: Any, start: Any, length: Any) -> Any:
@@ -198,7 +187,7 @@ def load8(xp: ModuleType, b8: Any, start: Any, length: Any) -> Any:
     ``b8`` is :func:`bytes8` of the bytes. Normalized text never holds a NUL byte, so for spans of at
     most 8 bytes this value alone identifies the bytes.
     """
-    return b8[start] & _mask8(xp)[xp.minimum(length, 8)]
+    return b8[start] & device_constant(xp, "mask8", lambda: _MASK8)[xp.minimum(length, 8)]
 
 
 def decode_at(data: Any, lead: Any, xp: ModuleType) -> Any:

@@ -107,3 +107,17 @@ def bincount(xp: ModuleType, x: Any, size: int) -> Any:
     if x.shape[0] == 0:
         return xp.zeros(size, dtype=np.int64)
     return xp.bincount(x, minlength=size).astype(np.int64, copy=False)
+
+
+_CONSTANTS: dict[tuple, Any] = {}
+
+
+def device_constant(xp: ModuleType, key: Any, make: Any) -> Any:
+    """A small constant array on the array module's current device, built once from ``make()`` (a host
+    NumPy array) and cached under ``key`` (hashable) per module and device."""
+    dev = -1 if xp is np else xp.cuda.runtime.getDevice()
+    full = (xp.__name__, dev, key)
+    arr = _CONSTANTS.get(full)
+    if arr is None:
+        arr = _CONSTANTS[full] = xp.asarray(make())
+    return arr
