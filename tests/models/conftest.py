@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from model_dirs import write_model  # noqa: F401  (re-exported for the tests of this package)
 
 from triton_textops.bundled import austen_paragraphs as austen
 from triton_textops.bundled import vocab_path

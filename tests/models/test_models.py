@@ -4,59 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from model_dirs import write_model, write_textops_models
 
 from triton_textops import BertTokenizer, ReadabilityFeatures, blend_scores
 from triton_textops.testing import install_pb_utils, load_model
 
-from .conftest import austen, write_model
-
-FORCE_NO = 'parameters: { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value: { string_value: "no" } }\n'
-
-TOKENIZE = FORCE_NO + """
-max_batch_size: 16
-input [{ name: "TEXT" data_type: TYPE_STRING dims: [1] }]
-output [{ name: "INPUT_IDS" data_type: TYPE_INT64 dims: [32] },
-        { name: "ATTENTION_MASK" data_type: TYPE_INT32 dims: [32] },
-        { name: "TOKEN_TYPE_IDS" data_type: TYPE_INT64 dims: [32] }]
-parameters: { key: "max_length" value: { string_value: "32" } }
-dynamic_batching {}
-"""
-
-PREPROCESS = FORCE_NO + """
-max_batch_size: 8
-input [{ name: "INPUT0" data_type: TYPE_STRING dims: [1] }]
-output [{ name: "BERT_IDS" data_type: TYPE_INT64 dims: [64] },
-        { name: "BERT_AM" data_type: TYPE_INT64 dims: [64] },
-        { name: "TREE_FEATS" data_type: TYPE_FP32 dims: [207] }]
-parameters: { key: "max_length" value: { string_value: "64" } }
-parameters: { key: "features" value: { string_value: "$$TRITON_MODEL_DIRECTORY/features.json" } }
-instance_group [{ kind: KIND_CPU }]
-"""
-
-POSTPROCESS = FORCE_NO + """
-max_batch_size: 8
-input [{ name: "BERT_WEIGHT_INPUT" data_type: TYPE_FP32 dims: [1] },
-       { name: "BERT_LARGE_SCORE" data_type: TYPE_FP32 dims: [1] },
-       { name: "CUML_SCORE" data_type: TYPE_FP32 dims: [1] }]
-output [{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [1] }]
-"""
+from .conftest import austen
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory, vocab, features_artifact):
+def repo(tmp_path_factory, features_artifact):
+    """The model directories the real-server tests load too (tests/model_dirs.py)."""
     root = tmp_path_factory.mktemp("repo")
-    files = {"vocab.txt": vocab, "features.json": features_artifact}
-    write_model(root, "tokenize", "tokenize", TOKENIZE, files)
-    write_model(root, "preprocess", "preprocess", PREPROCESS, files)
-    write_model(root, "postprocess", "postprocess", POSTPROCESS)
-    write_model(root, "features", "features", "max_batch_size: 4\n", files)  # inputs/outputs auto-completed
-    write_model(root, "tokenize_windows", "tokenize", """
-max_batch_size: 0
-parameters: { key: "max_length" value: { string_value: "24" } }
-parameters: { key: "stride" value: { string_value: "4" } }
-parameters: { key: "return_overflowing_tokens" value: { string_value: "true" } }
-parameters: { key: "tensor_names" value: { string_value: "text=excerpt,input_ids=ids" } }
-""", files)
+    write_textops_models(root, features_artifact)
     return root
 
 

@@ -22,18 +22,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from textops_repo import (
-    PREPROCESS,
-    assert_same_outputs,
-    austen,
-    config_dtypes,
-    harness_infer,
-    text_tensor,
-    vocab_path,
-    write_model,
-)
+from model_dirs import PREPROCESS, write_model
+from textops_repo import assert_same_outputs, austen, config_dtypes, harness_infer, text_tensor
 from triton_helpers import MODELS, TIMINGS, Runtime, server_infer, start_server
 
+from triton_textops.bundled import vocab_path
 from triton_textops.server import TritonServer
 
 pytestmark = pytest.mark.server

@@ -18,14 +18,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from textops_repo import (
-    assert_same_outputs,
-    austen,
-    config_dtypes,
-    harness_infer,
-    text_tensor,
-    write_textops_models,
-)
+from model_dirs import write_textops_models
+from textops_repo import assert_same_outputs, austen, config_dtypes, harness_infer, text_tensor
 from triton_helpers import TIMINGS, Runtime, server_infer, start_server
 from tritonclient.utils import np_to_triton_dtype
 
