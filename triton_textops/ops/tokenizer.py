@@ -245,7 +245,7 @@ class BertTokenizer:
         n = pos.shape[0]
         rem = xp.minimum(end - pos, self.max_piece)
         top = int(rem.max()) if n else 0
-        prefix = True if cont else None
+        with_prefix = True if cont else None  # continuation pieces: the table compares them after "##"
         if n * top <= _DENSE_LIMIT:
             ln = xp.arange(1, top + 1, dtype=xp.int64)
             q = ((ln[None, :] <= rem[:, None]).ravel()).nonzero()[0]
@@ -254,7 +254,7 @@ class BertTokenizer:
             key = span_hash(pre, s, s + qlen)
             if cont:
                 key = key + self._seed_pows[qlen]
-            found = self.table.find(key, pre.data, s, qlen, prefix, b8=pre.bytes8())
+            found = self.table.find(key, pre.data, s, qlen, with_prefix, b8=pre.bytes8())
             score = xp.full(n * top, -1, dtype=xp.int64)
             score[q] = xp.where(found >= 0, qlen, -1)
             blen = score.reshape(n, top).max(axis=1) if n else xp.zeros(0, dtype=xp.int64)
@@ -280,7 +280,7 @@ class BertTokenizer:
             key = span_hash(pre, s, s + ln)
             if cont:  # hash("##" + s) = hash("##") * B^len(s) + hash(s)
                 key = key + self._seed_pows[ln]
-            found = self.table.find(key, pre.data, s, ln, prefix, b8=pre.bytes8())
+            found = self.table.find(key, pre.data, s, ln, with_prefix, b8=pre.bytes8())
             hit = found >= 0
             best[cand[hit]] = found[hit]
             blen[cand[hit]] = ln
