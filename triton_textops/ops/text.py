@@ -534,7 +534,6 @@ class ByteTable:
         vals = np.asarray(list(range(n)) if values is None else values, dtype=np.int64)
         self.xp = xp
         self.strings = list(strings)
-        self.prefix = prefix
         self.max_len = max((len(s) for s in strings), default=0)
         keys = [hash_bytes(s) for s in strings]
         if len(set(keys)) != len(keys):
