@@ -12,6 +12,7 @@ import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
+from triton_textops.bundled import austen_paragraphs as austen
 from triton_textops.bundled import vocab_path
 
 
@@ -24,6 +25,14 @@ def write_model(root: Path, name: str, module: str, config: str, files: Mapping[
     for target, src in (files or {}).items():
         shutil.copy(src, d / target)
     return d
+
+
+def fit_features(dst: Path) -> Path:
+    """The features artifact fitted on every other Austen paragraph, saved at ``dst``."""
+    from triton_textops import ReadabilityFeatures
+
+    ReadabilityFeatures.fit(austen()[::2]).save(dst)
+    return dst
 
 
 FORCE_NO = 'parameters: { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value: { string_value: "no" } }\n'

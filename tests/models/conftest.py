@@ -5,18 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from model_dirs import fit_features
 
-from triton_textops.bundled import austen_paragraphs as austen
 from triton_textops.bundled import vocab_path
 
 
 @pytest.fixture(scope="session")
 def features_artifact(tmp_path_factory) -> Path:
-    from triton_textops import ReadabilityFeatures
-
-    path = tmp_path_factory.mktemp("artifacts") / "features.json"
-    ReadabilityFeatures.fit(austen()[::2]).save(path)
-    return path
+    return fit_features(tmp_path_factory.mktemp("artifacts") / "features.json")
 
 
 @pytest.fixture(scope="session")

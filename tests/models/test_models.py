@@ -7,9 +7,8 @@ import pytest
 from model_dirs import write_model, write_textops_models
 
 from triton_textops import BertTokenizer, ReadabilityFeatures, blend_scores
+from triton_textops.bundled import austen_paragraphs as austen
 from triton_textops.testing import install_pb_utils, load_model
-
-from .conftest import austen
 
 
 @pytest.fixture(scope="module")

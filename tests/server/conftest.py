@@ -40,7 +40,7 @@ def server_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def textops_features(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """features.json fitted once per session on every other bundled Austen paragraph (our-model server tests)."""
-    from textops_repo import fit_features
+    from model_dirs import fit_features
 
     return fit_features(tmp_path_factory.mktemp("textops_artifacts") / "features.json")
 

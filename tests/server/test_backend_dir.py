@@ -10,10 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from textops_repo import austen, text_tensor
+from textops_repo import text_tensor
 from triton_helpers import Runtime, server_infer
 
 from triton_textops import BertTokenizer, ReadabilityFeatures
+from triton_textops.bundled import austen_paragraphs as austen
 from triton_textops.bundled import vocab_path
 from triton_textops.server import TritonServer
 

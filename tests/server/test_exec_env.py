@@ -23,9 +23,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from model_dirs import PREPROCESS, write_model
-from textops_repo import assert_same_outputs, austen, config_dtypes, harness_infer, text_tensor
+from textops_repo import assert_same_outputs, config_dtypes, harness_infer, text_tensor
 from triton_helpers import MODELS, TIMINGS, Runtime, server_infer, start_server
 
+from triton_textops.bundled import austen_paragraphs as austen
 from triton_textops.bundled import vocab_path
 from triton_textops.server import TritonServer
 

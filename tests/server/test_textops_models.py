@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 import pytest
 from model_dirs import write_textops_models
-from textops_repo import assert_same_outputs, austen, config_dtypes, harness_infer, text_tensor
+from textops_repo import assert_same_outputs, config_dtypes, harness_infer, text_tensor
 from triton_helpers import TIMINGS, Runtime, server_infer, start_server
 from tritonclient.utils import np_to_triton_dtype
 
+from triton_textops.bundled import austen_paragraphs as austen
 from triton_textops.server import TritonServer
 
 pytestmark = pytest.mark.server

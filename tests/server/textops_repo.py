@@ -6,21 +6,9 @@ demands exact equality and equal dtypes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from triton_textops.bundled import austen_paragraphs as austen
-
-
-def fit_features(dst: Path) -> Path:
-    """The features artifact fitted on every other Austen paragraph, saved at ``dst``."""
-    from triton_textops import ReadabilityFeatures
-
-    ReadabilityFeatures.fit(austen()[::2]).save(dst)
-    return dst
-
 
 # ---------------------------------------------------------------------------------------------- requests
 
