@@ -15,7 +15,7 @@ import numpy as np
 
 from triton_textops.errors import ConfigError, InputError
 from triton_textops.triton import io
-from triton_textops.triton.base import TensorSpec, TextOpsModel
+from triton_textops.triton.base import IDS_DTYPE_PARAM, TensorSpec, TextOpsModel
 from triton_textops.triton.params import Param
 
 
@@ -32,10 +32,11 @@ def make_session(path: str, device: str = "cpu", threads: int = 0) -> Any:
 
 
 class TritonPythonModel(TextOpsModel):
-    PARAMS = [Param("model", "path", default="model.onnx"), Param("threads", "int", default=0, minimum=0)]
+    PARAMS = [Param("model", "path", default="model.onnx"), Param("threads", "int", default=0, minimum=0),
+              IDS_DTYPE_PARAM]
     INPUTS = {
-        "input_ids": TensorSpec("INPUT__0", "TYPE_INT64", (-1,)),
-        "attention_mask": TensorSpec("INPUT__1", "TYPE_INT64", (-1,)),
+        "input_ids": TensorSpec("INPUT__0", "TYPE_INT64", (-1,), ids=True),
+        "attention_mask": TensorSpec("INPUT__1", "TYPE_INT64", (-1,), ids=True),
     }
     OUTPUTS = {"score": TensorSpec("OUTPUT__0", "TYPE_FP32")}
 

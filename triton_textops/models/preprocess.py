@@ -21,8 +21,8 @@ class TritonPythonModel(TextOpsModel):
     PARAMS = [*TOKENIZER_PARAMS, *FEATURE_PARAMS]
     INPUTS = {"text": TensorSpec("INPUT0", "TYPE_STRING")}
     OUTPUTS = {
-        "input_ids": TensorSpec("BERT_IDS", "TYPE_INT64", ("L",)),
-        "attention_mask": TensorSpec("BERT_AM", "TYPE_INT64", ("L",)),
+        "input_ids": TensorSpec("BERT_IDS", "TYPE_INT64", ("L",), ids=True),
+        "attention_mask": TensorSpec("BERT_AM", "TYPE_INT64", ("L",), ids=True),
         "features": TensorSpec("TREE_FEATS", "TYPE_FP32", (-1,)),
         "overflow_to_sample_mapping": TensorSpec("OVERFLOW_TO_SAMPLE_MAPPING", "TYPE_INT64", (1,), optional=True),
     }

@@ -12,15 +12,17 @@ from typing import Any
 
 from triton_textops.errors import ConfigError
 from triton_textops.ops.tokenizer import BertTokenizer
-from triton_textops.triton.base import TensorSpec, TextOpsModel
+from triton_textops.triton.base import IDS_DTYPE_PARAM, TensorSpec, TextOpsModel
 from triton_textops.triton.params import Param
 
 TOKENIZER_PARAMS = [
     Param("vocab", "path", default="vocab.txt", help="WordPiece vocab.txt"),
     Param("lowercase", "bool", default=True),
-    Param("max_length", "int", default=128, minimum=3),
+    Param("max_length", "int", default=None, minimum=3,
+          help="tokens per row (default: the config's output dims, else 128)"),
     Param("stride", "int", default=0, minimum=0),
     Param("return_overflowing_tokens", "bool", default=False),
+    IDS_DTYPE_PARAM,
 ]
 INT_DTYPES = ("TYPE_INT64", "TYPE_INT32")
 
@@ -37,9 +39,9 @@ class TritonPythonModel(TextOpsModel):
     PARAMS = [*TOKENIZER_PARAMS, Param("add_special_tokens", "bool", default=True)]
     INPUTS = {"text": TensorSpec("TEXT", "TYPE_STRING")}
     OUTPUTS = {
-        "input_ids": TensorSpec("INPUT_IDS", "TYPE_INT64", ("L",)),
-        "attention_mask": TensorSpec("ATTENTION_MASK", "TYPE_INT64", ("L",)),
-        "token_type_ids": TensorSpec("TOKEN_TYPE_IDS", "TYPE_INT64", ("L",), optional=True),
+        "input_ids": TensorSpec("INPUT_IDS", "TYPE_INT64", ("L",), ids=True),
+        "attention_mask": TensorSpec("ATTENTION_MASK", "TYPE_INT64", ("L",), ids=True),
+        "token_type_ids": TensorSpec("TOKEN_TYPE_IDS", "TYPE_INT64", ("L",), optional=True, ids=True),
         "overflow_to_sample_mapping": TensorSpec("OVERFLOW_TO_SAMPLE_MAPPING", "TYPE_INT64", (1,), optional=True),
     }
 

@@ -332,6 +332,15 @@ class ModelHarness:
                 pb.TritonError.INVALID_ARG,
             )
         config = cfgmod.normalize_config(config)
+        # CORE ValidateInstanceGroup (2.51), run before the backend's auto-complete: a KIND_GPU group
+        # on a machine without GPUs fails the load instead of starting a "GPU" instance.
+        for group in cfgmod.normalize_instance_groups(config, supported_gpus=gpus).instance_group:
+            kind = cfgmod.model_config_pb2().ModelInstanceGroup.Kind.Name(group.kind)
+            if kind == "KIND_GPU" and not gpus:
+                raise ModelLoadError(
+                    f"instance group {group.name} of model {config.name} has kind KIND_GPU but no GPUs are available",
+                    pb.TritonError.INVALID_ARG,
+                )
         model_py = Path(self.version_dir) / (config.default_model_filename or "model.py")
         if not model_py.is_file():
             raise ModelLoadError(f"{model_py} does not exist", pb.TritonError.NOT_FOUND)

@@ -20,22 +20,60 @@ from triton_textops.ops.xp import get_xp, to_numpy, tune_host_allocator
 from triton_textops.triton import io
 from triton_textops.triton.params import Param, parse_parameters
 
+DEFAULT_MAX_LENGTH = 128  # tokens, when neither the max_length parameter nor the config's dims say
+
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """A model tensor: default name, Triton data type, dims per row (``"L"``: the max_length param)."""
+    """A model tensor: default name, Triton data type, dims per row (``"L"``: the max_length param).
+
+    ``ids``: an integer tensor of token ids or masks whose auto-completed type the ``ids_dtype``
+    parameter chooses.
+    """
 
     name: str
     data_type: str
     dims: tuple[Any, ...] = (1,)
     optional: bool = False  # an input a request may omit / an output the config may leave out
+    ids: bool = False
 
 
 COMMON_PARAMS = [
     Param("tensor_names", "names", default={}, help="rename tensors: role=NAME,role=NAME"),
     Param("max_text_bytes", "int", default=1 << 20, minimum=1, help="reject longer texts (bytes)"),
-    Param("default_max_batch_size", "int", default=64, minimum=0, help="max_batch_size set by auto-complete"),
+    Param("default_max_batch_size", "int", default=64, minimum=0,
+          help="max_batch_size auto-complete sets for a config without inputs/outputs (0: no batching)"),
 ]
+# for models with token id / mask tensors; only used where auto-complete writes those tensors
+IDS_DTYPE_PARAM = Param("ids_dtype", "choice", default=None, choices=("int64", "int32"),
+                        help="data type of the id/mask tensors auto-complete adds")
+
+_INT_TYPES = frozenset(f"TYPE_{k}{b}" for k in ("INT", "UINT") for b in (8, 16, 32, 64))
+_FLOAT_TYPES = frozenset({"TYPE_FP16", "TYPE_FP32", "TYPE_FP64"})
+
+
+def _family(data_type: str) -> frozenset[str]:
+    """The config data types that can carry a tensor declared as ``data_type``."""
+    if data_type in _INT_TYPES:
+        return _INT_TYPES
+    if data_type in _FLOAT_TYPES:
+        return _FLOAT_TYPES
+    return frozenset({data_type})
+
+
+def _family_text(data_type: str) -> str:
+    if data_type in _INT_TYPES:
+        return "an integer type (TYPE_INT64, TYPE_INT32, ...)"
+    if data_type in _FLOAT_TYPES:
+        return "a float type (TYPE_FP32, TYPE_FP16 or TYPE_FP64)"
+    return data_type
+
+
+def _shape(entry: dict[str, Any]) -> list[int]:
+    """The shape the model sees for a config tensor: ``reshape`` when given, else ``dims``."""
+    reshape = entry.get("reshape")
+    dims = reshape.get("shape", []) if isinstance(reshape, dict) and reshape else entry.get("dims", [])
+    return [int(d) for d in dims]
 
 
 class TextOpsModel:
@@ -57,40 +95,71 @@ class TextOpsModel:
         roles = {**cls.INPUTS, **cls.OUTPUTS}
         bad = sorted(set(renames) - set(roles))
         if bad:
-            raise ConfigError(f"tensor_names: unknown role(s) {', '.join(bad)} (roles: {', '.join(roles)})")
+            raise ConfigError(
+                f"model '{cfg.get('name', '?')}': tensor_names: unknown role(s) {', '.join(bad)} "
+                f"(roles: {', '.join(roles)})"
+            )
         return {role: renames.get(role, spec_.name) for role, spec_ in roles.items()}
 
     @classmethod
+    def _data_type(cls, spec: TensorSpec, params: dict[str, Any]) -> str:
+        if spec.ids and params.get("ids_dtype"):
+            return "TYPE_" + params["ids_dtype"].upper()
+        return spec.data_type
+
+    @classmethod
     def _dims(cls, spec: TensorSpec, cfg: dict, params: dict[str, Any]) -> list[int]:
-        dims = [int(params.get("max_length", 128)) if d == "L" else int(d) for d in spec.dims]
+        length = params.get("max_length") or DEFAULT_MAX_LENGTH
+        dims = [int(length) if d == "L" else int(d) for d in spec.dims]
         return dims if cfg.get("max_batch_size", 0) > 0 else [-1, *dims]
 
     @classmethod
     def auto_complete_config(cls, auto_complete_model_config: Any) -> Any:
-        """Fill omitted inputs, outputs, max_batch_size and dynamic batching (as the server would ask)."""
+        """Fill what the config leaves out, never overriding what it declares.
+
+        Inputs are added only to a config without inputs, outputs only to one without outputs. Batching
+        (``default_max_batch_size`` and dynamic batching) is enabled only for a config that declares no
+        tensors at all: declared dims were written for the config's own batching mode. What was filled in
+        is logged with ``pb_utils.Logger``.
+        """
         cfg = auto_complete_model_config.as_dict()
         params = cls._params(cfg)
+        names = cls._names(cfg, params)
+        has_in, has_out = bool(cfg.get("input")), bool(cfg.get("output"))
+        filled: list[str] = []
         mbs = params["default_max_batch_size"]
-        if cfg.get("max_batch_size", 0) == 0 and mbs > 0 and cls.batchable(params):
+        if not has_in and not has_out and cfg.get("max_batch_size", 0) == 0 and mbs > 0 and cls.batchable(params):
             auto_complete_model_config.set_max_batch_size(mbs)
+            filled.append(f"max_batch_size: {mbs} (default_max_batch_size; set it to 0 for no batching)")
             cfg = auto_complete_model_config.as_dict()
             if not cfg.get("sequence_batching") and not cfg.get("dynamic_batching"):
                 auto_complete_model_config.set_dynamic_batching()
-        names = cls._names(cfg, params)
-        have_in = {t["name"] for t in cfg.get("input", [])}
-        have_out = {t["name"] for t in cfg.get("output", [])}
-        for role, spec in cls.INPUTS.items():
-            # optional inputs (window mappings) only make sense without a batch dimension
-            if names[role] not in have_in and (not spec.optional or cfg.get("max_batch_size", 0) == 0):
-                entry = {"name": names[role], "data_type": spec.data_type, "dims": cls._dims(spec, cfg, params)}
-                if spec.optional:
-                    entry["optional"] = True
-                auto_complete_model_config.add_input(entry)
-        for role, spec in cls.OUTPUTS.items():
-            if names[role] not in have_out and (not spec.optional or cls.wants_output(role, params)):
-                auto_complete_model_config.add_output(
-                    {"name": names[role], "data_type": spec.data_type, "dims": cls._dims(spec, cfg, params)}
-                )
+                filled.append("dynamic_batching { }")
+        cfg = auto_complete_model_config.as_dict()
+        batched = cfg.get("max_batch_size", 0) > 0
+        if not has_in:
+            for role, spec in cls.INPUTS.items():
+                # optional inputs (window mappings) only make sense without a batch dimension
+                if not spec.optional or not batched:
+                    entry = {"name": names[role], "data_type": cls._data_type(spec, params),
+                             "dims": cls._dims(spec, cfg, params)}
+                    if spec.optional:
+                        entry["optional"] = True
+                    auto_complete_model_config.add_input(entry)
+                    filled.append(f"input {entry['name']} {entry['data_type']} {entry['dims']}")
+        if not has_out:
+            for role, spec in cls.OUTPUTS.items():
+                if not spec.optional or cls.wants_output(role, params):
+                    entry = {"name": names[role], "data_type": cls._data_type(spec, params),
+                             "dims": cls._dims(spec, cfg, params)}
+                    auto_complete_model_config.add_output(entry)
+                    filled.append(f"output {entry['name']} {entry['data_type']} {entry['dims']}")
+        if filled:
+            import triton_python_backend_utils as pb_utils
+
+            pb_utils.Logger.log_info(
+                f"model '{cfg.get('name', '?')}': auto-complete filled in " + "; ".join(filled)
+            )
         return auto_complete_model_config
 
     @classmethod
@@ -103,21 +172,164 @@ class TextOpsModel:
         """Whether auto-complete should add the optional output ``role``."""
         return False
 
+    @classmethod
+    def bind_config(cls, cfg: dict, params: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+        """Check the config's tensors against the model's roles; return the resolved parameters.
+
+        Fails (:class:`ConfigError`) when a config input or output plays no role, a required role has no
+        tensor, a tensor's data type cannot carry the role, an output's shape is not the model's, or the
+        token dimension of the outputs disagrees with ``max_length`` (which, when not given, is taken
+        from those dims). Messages name the config's tensors and the model's roles.
+        """
+        model = cfg.get("name", "?")
+        batched = cfg.get("max_batch_size", 0) > 0
+        declared = {
+            "input": {t["name"]: t for t in cfg.get("input") or []},
+            "output": {t["name"]: t for t in cfg.get("output") or []},
+        }
+        roles = {"input": cls.INPUTS, "output": cls.OUTPUTS}
+        context = cls._describe(cfg, names)
+        unmatched: dict[str, list[str]] = {}
+        missing: dict[str, list[str]] = {}
+        for kind in ("input", "output"):
+            by_name = {names[r]: r for r in roles[kind]}
+            unmatched[kind] = [n for n in declared[kind] if n not in by_name]
+            missing[kind] = [r for r, s in roles[kind].items() if not s.optional and names[r] not in declared[kind]]
+        if any(unmatched.values()) or any(missing.values()):
+            parts = []
+            for kind in ("input", "output"):
+                if unmatched[kind]:
+                    parts.append(f"config {kind}(s) {', '.join(repr(n) for n in unmatched[kind])} match no role")
+                for r in missing[kind]:
+                    parts.append(f"role '{r}' has no config {kind} (it looks for '{names[r]}')")
+            hint = cls._suggest(declared, names, params, unmatched, missing)
+            raise ConfigError(f"model '{model}': {'; '.join(parts)}. {context}. {hint}")
+        resolved = dict(params)
+        lengths: dict[str, int] = {}
+        for kind in ("input", "output"):
+            for role, spec in roles[kind].items():
+                entry = declared[kind].get(names[role])
+                if entry is None:
+                    continue
+                name, dtype = entry["name"], entry["data_type"]
+                want = cls._data_type(spec, params)
+                if dtype not in _family(spec.data_type):
+                    raise ConfigError(
+                        f"model '{model}': {kind} '{name}' (role '{role}') is {dtype}, but the role needs "
+                        f"{_family_text(spec.data_type)}. {context}"
+                    )
+                if spec.ids and params.get("ids_dtype") and dtype != want:
+                    raise ConfigError(
+                        f"model '{model}': parameter ids_dtype={params['ids_dtype']} but {kind} '{name}' is {dtype}; "
+                        "the config's data type is used: drop ids_dtype or change the config"
+                    )
+                shape = _shape(entry)
+                full = ([-1] if batched else []) + shape
+                if kind == "input":
+                    if spec.data_type == "TYPE_STRING" and not (
+                        len(full) == 1 or (len(full) == 2 and full[1] in (-1, 1))
+                    ):
+                        raise ConfigError(
+                            f"model '{model}': input '{name}' (role '{role}') has dims {shape} with max_batch_size "
+                            f"{cfg.get('max_batch_size', 0)}, i.e. tensors {full}; texts come as [n] or [n, 1]: "
+                            f"write dims {[1] if batched else [-1]}"
+                        )
+                    continue
+                expect = [-1, *spec.dims]
+                if len(full) != len(expect):
+                    row = ", ".join(str(d) for d in spec.dims)
+                    write = row if batched else f"-1, {row}"
+                    raise ConfigError(
+                        f"model '{model}': output '{name}' (role '{role}') has dims {shape} with max_batch_size "
+                        f"{cfg.get('max_batch_size', 0)}, i.e. {len(full)}-D tensors {full}; the model makes "
+                        f"{len(expect)}-D tensors [rows, {row}]: write dims [{write}]"
+                        + (" (L: the token dimension, max_length)" if "L" in spec.dims else "")
+                    )
+                for d, c in zip(expect[1:], full[1:]):
+                    if d == "L":
+                        if c != -1:
+                            lengths[name] = c
+                    elif d != -1 and c not in (-1, d):
+                        raise ConfigError(
+                            f"model '{model}': output '{name}' (role '{role}') has dims {shape}; the model gives "
+                            f"{d} value(s) per row there"
+                        )
+        if lengths:
+            values = sorted(set(lengths.values()))
+            given = params.get("max_length")
+            listing = ", ".join(f"'{n}' {v}" for n, v in lengths.items())
+            if len(values) > 1:
+                raise ConfigError(f"model '{model}': the outputs' token dims disagree ({listing}); make them equal")
+            if given is not None and given != values[0]:
+                raise ConfigError(
+                    f"model '{model}': parameter max_length={given} but the config's output dims give {values[0]} "
+                    f"tokens ({listing}); make them equal, or drop max_length to take it from the dims"
+                )
+            if values[0] < 3:
+                raise ConfigError(f"model '{model}': token dims of {values[0]} ({listing}): max_length must be >= 3")
+            if "max_length" in resolved:
+                resolved["max_length"] = values[0]
+        if "max_length" in resolved and resolved["max_length"] is None:
+            resolved["max_length"] = DEFAULT_MAX_LENGTH
+        return resolved
+
+    @classmethod
+    def _describe(cls, cfg: dict, names: dict[str, str]) -> str:
+        """The config's tensors and the model's roles, for load errors."""
+
+        def tensors(kind: str) -> str:
+            return ", ".join(f"{t['name']} {t['data_type']} {t.get('dims', [])}" for t in cfg.get(kind) or []) or "none"
+
+        def role_list(specs: dict[str, TensorSpec]) -> str:
+            return ", ".join(f"{r}={names[r]}{' (optional)' if s.optional else ''}" for r, s in specs.items())
+
+        return (
+            f"Config inputs: {tensors('input')}; outputs: {tensors('output')}. Model roles (role=tensor name): "
+            f"inputs {role_list(cls.INPUTS)}; outputs {role_list(cls.OUTPUTS)}"
+        )
+
+    @classmethod
+    def _suggest(
+        cls,
+        declared: dict[str, dict[str, Any]],
+        names: dict[str, str],
+        params: dict[str, Any],
+        unmatched: dict[str, list[str]],
+        missing: dict[str, list[str]],
+    ) -> str:
+        """A ``tensor_names`` entry that maps the roles to the config's tensors where that is clear."""
+        mapping = dict(params["tensor_names"])
+        roles = {"input": cls.INPUTS, "output": cls.OUTPUTS}
+        for kind in ("input", "output"):
+            free = list(unmatched[kind])
+            for role in missing[kind]:
+                spec = roles[kind][role]
+                fits = [n for n in free if declared[kind][n]["data_type"] in _family(spec.data_type)]
+                same = [n for n in fits if n.lower() in (role.lower(), spec.name.lower())]
+                pick = same[0] if same else (fits[0] if len(fits) == 1 and len(missing[kind]) == 1 else None)
+                if pick is not None:
+                    mapping[role] = pick
+                    free.remove(pick)
+        if mapping == params["tensor_names"]:
+            entry = ""
+        else:
+            text = ",".join(f"{r}={n}" for r, n in mapping.items())
+            entry = f'Map them with: parameters {{ key: "tensor_names" value: {{ string_value: "{text}" }} }}'
+        left = [n for kind in ("input", "output") for n in unmatched[kind] if n not in mapping.values()]
+        if left:
+            remove = f"Remove {', '.join(repr(n) for n in left)} from the config: this model does not produce or read it"
+            entry = f"{entry}. {remove}" if entry else remove
+        return (entry or "Name the config's tensors after the roles, or map them with the tensor_names parameter") + "."
+
     def initialize(self, args: dict[str, str]) -> None:
         import triton_python_backend_utils as pb_utils
 
         self.pb = pb_utils
         self.model_config = cfg = json.loads(args["model_config"])
-        self.params = self._params(cfg, args["model_repository"], check_paths=True)
-        self.names = self._names(cfg, self.params)
-        inputs = {t["name"]: t for t in cfg.get("input", [])}
+        params = self._params(cfg, args["model_repository"], check_paths=True)
+        self.names = self._names(cfg, params)
+        self.params = self.bind_config(cfg, params, self.names)
         outputs = {t["name"]: t for t in cfg.get("output", [])}
-        for role, spec in self.INPUTS.items():
-            if self.names[role] not in inputs and not spec.optional:
-                raise ConfigError(f"model '{cfg.get('name')}': config has no input '{self.names[role]}' ({role})")
-        missing = [self.names[r] for r, s in self.OUTPUTS.items() if not s.optional and self.names[r] not in outputs]
-        if missing:
-            raise ConfigError(f"model '{cfg.get('name')}': config has no output {', '.join(missing)}")
         self.outputs = {r: self.names[r] for r in self.OUTPUTS if self.names[r] in outputs}
         self.out_dtypes = {n: pb_utils.triton_string_to_numpy(outputs[n]["data_type"]) for n in self.outputs.values()}
         self.batched = cfg.get("max_batch_size", 0) > 0
