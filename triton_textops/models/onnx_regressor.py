@@ -3,8 +3,9 @@
 model.py: ``from triton_textops.models.onnx_regressor import TritonPythonModel``. It runs the same
 ``model.onnx`` the onnxruntime backend would (graph inputs: ids, mask; one output ``[batch, 1]``), for
 servers that only have the Python backend. Parameters: ``model`` (path, default ``model.onnx``),
-``threads`` (onnxruntime intra-op threads, 0 = its default). KIND_GPU instances use the CUDA execution
-provider when onnxruntime has it, else the CPU.
+``threads`` (onnxruntime intra-op threads, 0 = its default), ``ids_dtype`` (int64/int32: the type
+auto-complete gives the id/mask inputs of a config without tensors; any integer input is accepted).
+KIND_GPU instances use the CUDA execution provider when onnxruntime has it, else the CPU.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Triton model ``tokenize``: text → BERT ``input_ids``, ``attention_mask`` (+ token types, row mapping).
 
 model.py: ``from triton_textops.models.tokenize import TritonPythonModel``. Parameters: ``vocab``
-(path, default ``vocab.txt`` in the model directory), ``lowercase``, ``max_length``, ``stride``,
-``return_overflowing_tokens`` (needs ``max_batch_size: 0``: rows no longer match texts), ``tensor_names``,
-``max_text_bytes``.
+(path, default ``vocab.txt`` in the model directory), ``lowercase``, ``max_length`` (default: the token dim
+of the config's id/mask outputs, else 128), ``stride``, ``return_overflowing_tokens`` (needs
+``max_batch_size: 0``: rows no longer match texts), ``ids_dtype`` (int64/int32: the type auto-complete gives the
+id/mask outputs of a config without tensors), ``tensor_names``, ``max_text_bytes``.
 """
 
 from __future__ import annotations
