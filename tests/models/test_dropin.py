@@ -226,3 +226,14 @@ def test_ensemble_with_larger_max_batch_size(dirs, tok):
     assert out["input_ids"].dtype == np.int32 and out["input_ids"].shape == (4, 256)
     np.testing.assert_array_equal(out["input_ids"], enc.input_ids)
     np.testing.assert_array_equal(out["attention_mask"], enc.attention_mask)
+
+
+@pytest.mark.gpu
+def test_kind_gpu_with_a_gpu_serves_on_the_gpu(dirs, tok):
+    with load_model(dirs["reviews_gpu"]) as m:
+        assert m.instance_kind == "GPU" and m.instance.device == "cuda:0"
+        out = m.infer({"product_reviews": reviews_1d()})
+    ids = out["input_ids"]
+    ids = ids.get() if hasattr(ids, "get") else ids
+    assert ids.dtype == np.int32
+    np.testing.assert_array_equal(ids, tok.encode(REVIEWS_TEXTS, max_length=256).input_ids)

@@ -152,14 +152,14 @@ def test_gpu_instances_equal_cpu(repo, placement):
     batch = np.array(texts(8, 300), dtype=object).reshape(-1, 1)
     with load_model(repo / "preprocess") as cpu:
         ref = cpu.infer({"INPUT0": batch})
-    with load_model(repo / "preprocess", placement=placement, instance_kind="KIND_GPU") as gpu:
+    with load_model(repo / "preprocess", placement=placement, instance_kind="GPU") as gpu:
         out = gpu.infer({"INPUT0": batch})
     for k in ref:
         np.testing.assert_array_equal(ref[k], cp.asnumpy(out[k]) if hasattr(out[k], "get") else out[k])
     post_in = {"BERT_WEIGHT_INPUT": np.full((3, 1), 0.3, np.float32),
                "BERT_LARGE_SCORE": np.arange(3, dtype=np.float32).reshape(-1, 1),
                "CUML_SCORE": np.ones((3, 1), np.float32)}
-    with load_model(repo / "postprocess", placement=placement, instance_kind="KIND_GPU") as gpu:
+    with load_model(repo / "postprocess", placement=placement, instance_kind="GPU") as gpu:
         out = gpu.infer({k: cp.asarray(v) for k, v in post_in.items()})
     got = out["OUTPUT0"]
     np.testing.assert_array_equal(cp.asnumpy(got) if hasattr(got, "get") else got, blend_scores(*post_in.values()))
