@@ -30,8 +30,11 @@ import json
 import logging
 import os
 import struct
+import threading
+import time
 import traceback
 import warnings
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -379,6 +382,7 @@ class _Runtime:
         self.numpy_from_dlpack = "error"
         self.version = (24, 10)
         self.log_records: list[tuple[str, str]] = []
+        self.metric_families: list[weakref.ref[MetricFamily]] = []
 
     @property
     def current(self) -> Any:
@@ -443,7 +447,21 @@ def _incompatible(what: str, signatures: Sequence[str], args: tuple, kwargs: dic
     )
 
 
-class TritonError:
+class _Bound:
+    """Base of the mock's pybind11 classes: a missing attribute is reported with the pybind11 type name.
+
+    pybind11 registers ``c_python_backend_utils.X`` as the C type name, so the real error reads
+    ``AttributeError: 'c_python_backend_utils.InferenceResponseSender' object has no attribute 'close'``
+    ([E] tritonserver 2.51); a plain Python class would say ``'InferenceResponseSender' object ...``.
+    """
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"'c_python_backend_utils.{type(self).__name__}' object has no attribute '{name}'")
+
+
+class TritonError(_Bound):
     """``pb_utils.TritonError(message, code=TritonError.INTERNAL)``."""
 
     UNKNOWN = _ErrorCode.UNKNOWN
@@ -608,6 +626,24 @@ def _capsule_from_numpy(managed: _DLManagedTensor) -> bool:
     return b"numpy" in info.dli_fname
 
 
+_CAPSULE_MARK = ctypes.c_char(b"T")  # its address marks capsules exported by Tensor.to_dlpack()
+
+
+def _mark_capsule(capsule: Any) -> Any:
+    set_context = ctypes.pythonapi.PyCapsule_SetContext
+    set_context.restype = ctypes.c_int
+    set_context.argtypes = [ctypes.py_object, ctypes.c_void_p]
+    set_context(capsule, ctypes.addressof(_CAPSULE_MARK))
+    return capsule
+
+
+def _is_marked(capsule: Any) -> bool:
+    get_context = ctypes.pythonapi.PyCapsule_GetContext
+    get_context.restype = ctypes.c_void_p
+    get_context.argtypes = [ctypes.py_object]
+    return get_context(capsule) == ctypes.addressof(_CAPSULE_MARK)
+
+
 class _CapsuleShim:
     """Lets ``np.from_dlpack`` read a raw CPU capsule (it only accepts objects with ``__dlpack__``)."""
 
@@ -635,7 +671,7 @@ def _numpy_trap() -> None:
     raise TritonModelException(msg)
 
 
-class Tensor:
+class Tensor(_Bound):
     """``pb_utils.Tensor``: construct with ``Tensor(name, ndarray)`` or ``Tensor.from_dlpack(name, obj)``."""
 
     __slots__ = ("_name", "_dtype", "_shape", "_np", "_dev", "_memory", "_device_id", "_serialized", "_keep")
@@ -751,7 +787,7 @@ class Tensor:
             raise TritonModelException("[pb_utils mock] this tensor has no exportable buffer")
         if not arr.flags.writeable:  # NumPy refuses to export read-only arrays; Triton exports anyway
             arr = arr.copy()
-        return arr.__dlpack__()
+        return _mark_capsule(arr.__dlpack__())
 
     def __dlpack__(self, stream: Any = None) -> Any:
         """DLPack protocol (the stream is ignored: inputs are already synchronized)."""
@@ -781,7 +817,9 @@ class Tensor:
             _check_dl_dtype(
                 managed.dl_tensor.dtype.code, managed.dl_tensor.dtype.bits, managed.dl_tensor.dtype.lanes
             )
-            from_numpy = dev[0] != _kDLCUDA and _capsule_from_numpy(managed)
+            # A capsule from pb_utils.Tensor.to_dlpack() carries the stub's own deleter in the real server
+            # (identity round trip works there); the mock exports through NumPy, so it is marked as the stub's.
+            from_numpy = dev[0] != _kDLCUDA and not _is_marked(obj) and _capsule_from_numpy(managed)
             return _tensor_from_dl(name, obj, dev, capsule=True, from_numpy=from_numpy)
         if not hasattr(obj, "__dlpack__") or not hasattr(obj, "__dlpack_device__"):
             raise TritonModelException(
@@ -891,7 +929,7 @@ def _is_cupy_array(obj: Any) -> bool:
 # ============================================================================ requests / responses
 
 
-class PreferredMemory:
+class PreferredMemory(_Bound):
     """``PreferredMemory(preferred_memory_type, preferred_device_id=0)`` for BLS outputs."""
 
     def __init__(self, preferred_memory_type: int, preferred_device_id: int = 0) -> None:
@@ -904,14 +942,14 @@ TRITONSERVER_MEMORY_GPU = 0
 TRITONSERVER_MEMORY_CPU = 1
 
 
-class InferenceTrace:
+class InferenceTrace(_Bound):
     """Placeholder trace object (``request.trace()``); ``get_context()`` returns None without tracing."""
 
     def get_context(self, mode: str = "") -> str | None:
         return None
 
 
-class InferenceResponse:
+class InferenceResponse(_Bound):
     """``InferenceResponse(output_tensors=[], error=None)`` (``parameters=`` from 25.02)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -982,7 +1020,44 @@ def _check_parameters(params: dict) -> None:
             )
 
 
-class InferenceResponseSender:
+class ResponseSink(list):
+    """Where a request's responses arrive, as ``(response or None, flags)``; senders on any thread may add.
+
+    ``wait_final`` lets the harness wait, like the server's frontend, until the final flag has come.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cond = threading.Condition()
+
+    def put(self, response: InferenceResponse | None, flags: int) -> None:
+        """Add one response and wake whoever waits for the final flag."""
+        with self.cond:
+            self.append((response, flags))
+            self.cond.notify_all()
+
+    @property
+    def final(self) -> bool:
+        """True once a response (or an empty send) carried TRITONSERVER_RESPONSE_COMPLETE_FINAL."""
+        return any(flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL for _, flags in list(self))
+
+    def wait_final(self, timeout: float, keep_waiting: Any = None, poll: float = 0.05) -> bool:
+        """Wait up to ``timeout`` s for the final flag; stop early once ``keep_waiting()`` is False."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not self.final:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                if keep_waiting is not None and not keep_waiting():
+                    # one last look: a thread may have sent FINAL just before it ended
+                    self.cond.wait(min(poll, left))
+                    return self.final
+                self.cond.wait(min(poll, left))
+        return True
+
+
+class InferenceResponseSender(_Bound):
     """``request.get_response_sender()``: ``send(response=None, flags=0)``, ``is_cancelled()``."""
 
     def __init__(
@@ -1025,8 +1100,14 @@ class InferenceResponseSender:
             raise TritonModelException(
                 "Inference Response object must be provided when the response flags is set to zero."
             )
-        self._update_state(response, flags)
-        self._sink.append((response._pruned(self._requested) if response is not None else None, flags))
+        item = response._pruned(self._requested) if response is not None else None
+        lock = self._sink.cond if isinstance(self._sink, ResponseSink) else threading.Lock()
+        with lock:
+            self._update_state(response, flags)
+            if isinstance(self._sink, ResponseSink):
+                self._sink.put(item, flags)
+            else:
+                self._sink.append((item, flags))
 
     def is_cancelled(self) -> bool:
         """Always False in the mock (no client cancellation)."""
@@ -1038,7 +1119,12 @@ InferenceResponseSender.__module__ = "c_python_backend_utils"
 _MISSING: Any = object()
 
 
-class InferenceRequest:
+def _std_string(value: str | bytes) -> str:
+    """What a pybind11 ``std::string`` argument holds, read back as ``str``: bytes are taken as UTF-8."""
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+
+
+class InferenceRequest(_Bound):
     """Server-given requests (items of ``execute(requests)``) and BLS requests built by a model."""
 
     _BLS_SIG = (
@@ -1074,15 +1160,15 @@ class InferenceRequest:
             inputs is _MISSING
             or requested_output_names is _MISSING
             or model_name is _MISSING
-            or not isinstance(request_id, str)
-            or not isinstance(correlation_id, (int, str))
-            or not isinstance(model_name, str)
+            or not isinstance(request_id, (str, bytes))
+            or correlation_id is None
+            or not isinstance(model_name, (str, bytes))
             or isinstance(inputs, (str, bytes))
             or not isinstance(inputs, Sequence)
             or any(not isinstance(t, Tensor) for t in inputs)
             or isinstance(requested_output_names, (str, bytes))
             or not isinstance(requested_output_names, Sequence)
-            or any(not isinstance(n, str) for n in requested_output_names)
+            or any(not isinstance(n, (str, bytes)) for n in requested_output_names)
             or not isinstance(model_version, int)
             or not isinstance(flags, int)
             or not isinstance(timeout, int)
@@ -1093,17 +1179,19 @@ class InferenceRequest:
             raise _incompatible("__init__()", [self._BLS_SIG], (), shown)
         if parameters:
             _check_parameters(parameters)
+        if not isinstance(correlation_id, (int, str)):
+            raise TritonModelException("Correlation ID must be integer or string")
         self._init(
             inputs=list(inputs),
-            request_id=request_id,
+            request_id=_std_string(request_id),
             correlation_id=correlation_id,
-            requested=set(requested_output_names),
+            requested={_std_string(n) for n in requested_output_names},
             parameters=json.dumps(parameters if parameters is not None else {}),
             flags=flags,
             timeout=timeout,
             sender=None,
         )
-        self._model_name = model_name
+        self._model_name = _std_string(model_name)
         self._model_version = model_version
         self._preferred_memory = preferred_memory or PreferredMemory(-1, 0)
         self._bls = True
@@ -1289,7 +1377,7 @@ def _bls_infer(request: InferenceRequest, decoupled: bool) -> list[InferenceResp
 # ============================================================================ logging, metrics, misc
 
 
-class Logger:
+class Logger(_Bound):
     """``pb_utils.Logger``: messages go to the Python logger ``triton_python_backend_utils``."""
 
     INFO = 0
@@ -1333,7 +1421,13 @@ class Logger:
 Logger.__module__ = "c_python_backend_utils"
 
 
-class _Metric:
+class Metric(_Bound):
+    """One labelled metric of a :class:`MetricFamily` (``family.Metric(labels=..., buckets=...)``).
+
+    Error texts are python_backend's prefixes ("Failed to increment metric value: ", ...) followed by
+    Triton core's message for the unsupported operation.
+    """
+
     def __init__(self, family: MetricFamily, labels: dict[str, str], buckets: list[float] | None) -> None:
         self._family = family
         self._labels = labels
@@ -1341,32 +1435,64 @@ class _Metric:
         self._buckets = buckets
         self._observations: list[float] = []
 
+    def _fail(self, op: str, what: str) -> TritonModelException:
+        kind = _KIND_NAMES[self._family._kind]
+        return TritonModelException(f"Failed to {op} metric value: TRITONSERVER_METRIC_KIND_{kind} {what}")
+
     def increment(self, value: float) -> None:
-        if self._family._kind == MetricFamily.COUNTER and value < 0:
-            raise TritonModelException("Failed to increment metric value: counter can only be incremented")
+        """Add ``value`` (counters: non-negative only; not for histograms)."""
         if self._family._kind == MetricFamily.HISTOGRAM:
-            raise TritonModelException("Failed to increment metric value: not supported for histogram")
-        self._value += value
+            raise self._fail("increment", "does not support Increment")
+        if self._family._kind == MetricFamily.COUNTER and value < 0:
+            raise self._fail("increment", "can only be incremented monotonically by non-negative values.")
+        self._value += float(value)
 
     def set(self, value: float) -> None:
+        """Set a gauge."""
         if self._family._kind != MetricFamily.GAUGE:
-            raise TritonModelException("Failed to set metric value: only gauges can be set")
+            raise self._fail("set", "does not support Set")
         self._value = float(value)
 
     def observe(self, value: float) -> None:
+        """Record one observation in a histogram."""
         if self._family._kind != MetricFamily.HISTOGRAM:
-            raise TritonModelException("Failed to observe metric value: only histograms can observe")
+            raise self._fail("observe", "does not support Observe")
         self._observations.append(float(value))
         self._value += float(value)
 
     def value(self) -> float:
+        """The current value (counters and gauges)."""
         if self._family._kind == MetricFamily.HISTOGRAM:
-            raise TritonModelException("Failed to get metric value: not supported for histogram")
+            raise self._fail("get", "does not support Value")
         return self._value
 
+    def _samples(self) -> list[tuple[str, dict[str, str], float | int]]:
+        """(name suffix, labels, value) as Prometheus exposes this metric."""
+        labels = dict(sorted(self._labels.items()))
+        if self._family._kind != MetricFamily.HISTOGRAM:
+            return [("", labels, self._value)]
+        obs = self._observations
+        out: list[tuple[str, dict[str, str], float | int]] = [
+            ("_count", labels, len(obs)),
+            ("_sum", labels, float(sum(obs))),
+        ]
+        for bound in self._buckets or []:
+            out.append(("_bucket", {**labels, "le": _prom_number(bound)}, sum(1 for v in obs if v <= bound)))
+        out.append(("_bucket", {**labels, "le": "+Inf"}, len(obs)))
+        return out
 
-class MetricFamily:
-    """``MetricFamily(name, description, kind)`` with ``COUNTER``/``GAUGE``/``HISTOGRAM`` kinds."""
+
+Metric.__module__ = "c_python_backend_utils"
+_KIND_NAMES = {0: "COUNTER", 1: "GAUGE", 2: "HISTOGRAM"}
+_PROM_TYPES = {0: "counter", 1: "gauge", 2: "histogram"}
+
+
+class MetricFamily(_Bound):
+    """``MetricFamily(name, description, kind)`` with ``COUNTER``/``GAUGE``/``HISTOGRAM`` kinds.
+
+    The harness of the model that creates a family can read it back (``ModelHarness.metrics()``) and
+    render it like tritonserver's ``/metrics`` endpoint (``ModelHarness.metrics_text()``).
+    """
 
     COUNTER = 0
     GAUGE = 1
@@ -1378,18 +1504,63 @@ class MetricFamily:
         self._name = name
         self._description = description
         self._kind = kind
-        self._metrics: list[_Metric] = []
+        self._metrics: list[weakref.ref[Metric]] = []
+        self._owner = _runtime.current
+        _runtime.metric_families.append(weakref.ref(self))
 
-    def Metric(self, labels: dict[str, str] | None = None, buckets: list[float] | None = None) -> _Metric:  # noqa: N802
-        """Create a metric of this family."""
+    def Metric(self, labels: dict[str, str] | None = None, buckets: list[float] | None = None) -> Metric:  # noqa: N802
+        """Create a metric of this family (histograms need ``buckets``, the others must not have them)."""
+        if labels is not None and not isinstance(labels, dict):
+            raise TritonModelException("Failed to create metric. Labels must be a dictionary.")
+        if buckets is not None and not isinstance(buckets, list):
+            raise TritonModelException("Failed to create metric. Buckets must be a list.")
         if self._kind == MetricFamily.HISTOGRAM and buckets is None:
-            raise TritonModelException("Missing required buckets for histogram metric")
-        m = _Metric(self, dict(labels or {}), list(buckets) if buckets is not None else None)
-        self._metrics.append(m)
+            raise TritonModelException("Failed to create metric. Missing required buckets.")
+        if self._kind != MetricFamily.HISTOGRAM and buckets is not None:
+            raise TritonModelException("Failed to create metric. Unexpected buckets found.")
+        m = Metric(self, {str(k): str(v) for k, v in (labels or {}).items()}, None if buckets is None else [float(b) for b in buckets])
+        self._metrics.append(weakref.ref(m))
         return m
+
+    def _live_metrics(self) -> list[Metric]:
+        return [m for m in (r() for r in self._metrics) if m is not None]
 
 
 MetricFamily.__module__ = "c_python_backend_utils"
+
+
+def _prom_number(value: float | int) -> str:
+    """A sample value as prometheus-cpp writes it (15 significant digits, ``+Inf``/``-Inf``/``Nan``)."""
+    if isinstance(value, int):
+        return str(value)
+    if value != value:
+        return "Nan"
+    if value in (float("inf"), float("-inf")):
+        return "+Inf" if value > 0 else "-Inf"
+    return format(value, ".15g")
+
+
+def _prom_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def metrics_text(families: Sequence[MetricFamily]) -> str:
+    """The families in Prometheus text format, as tritonserver's ``/metrics`` endpoint shows custom metrics.
+
+    ``# HELP`` / ``# TYPE`` per family, then one line per sample; labels sorted by name (histograms:
+    ``_count``, ``_sum``, then ``_bucket`` lines with ``le`` last, ending with ``le="+Inf"``). The server
+    lists the metrics of one family in hash-map order; here they come in creation order.
+    """
+    lines: list[str] = []
+    for fam in families:
+        help_text = fam._description.replace("\\", "\\\\").replace("\n", "\\n")  # HELP: no quote escaping
+        lines.append(f"# HELP {fam._name} {help_text}")
+        lines.append(f"# TYPE {fam._name} {_PROM_TYPES[fam._kind]}")
+        for metric in fam._live_metrics():
+            for suffix, labels, value in metric._samples():
+                body = ",".join(f'{k}="{_prom_escape(v)}"' for k, v in labels.items())
+                lines.append(f"{fam._name}{suffix}{'{' + body + '}' if body else ''} {_prom_number(value)}")
+    return "".join(line + "\n" for line in lines)
 
 
 def get_model_dir() -> str:
