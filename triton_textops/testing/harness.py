@@ -41,6 +41,12 @@ __all__ = [
 PLACEMENTS = ("cpu", "gpu", "mixed")
 
 _TYPE_STRING = 13
+# bytes per element of each Triton DataType code (BF16 = 14)
+_ITEM_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 2, 8: 4, 9: 8, 10: 2, 11: 4, 12: 8, 14: 2}
+_RESCHEDULE_REFUSED = (
+    "Failed to release request: Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model "
+    "is not configured to handle such a flag."
+)
 _KIND_NAMES = {"KIND_CPU": "CPU", "KIND_GPU": "GPU", "KIND_MODEL": "MODEL", "KIND_AUTO": "AUTO"}
 
 
@@ -248,13 +254,29 @@ def validate_request(
                 f"unexpected shape for input '{name}' for model '{model}'. Expected {_dims_str(full)}, got "
                 f"{_dims_str(shape)}. {note}"
             )
-        if want == "BYTES" and mbs > 0 and len(shape) > 0 and shape[0] == 0:
-            # [E] 2.51: a zero-row batch of a batched BYTES input is normalized to one row, then its
-            # string count checked: "expected 1 string elements ... got 0"
-            per_row = 1
-            for d in shape[1:]:
-                per_row *= int(d)
-            fail(f"expected {per_row} string elements for inference input '{name}' for model '{model}', got 0")
+        # CORE checks each input's data against its shape "with batch dim": the request batch size (0 when
+        # the first batched input seen had zero rows, then no batch dim at all) and the dims. [E] 2.51: a
+        # zero-row [0, 3] FP32 input -> "Expected 12, got 0"; a zero-row BYTES input -> "expected 1 string
+        # elements ... got 0".
+        if mbs > 0 and not io.get("is_shape_tensor"):
+            with_batch = ([batch] if batch else []) + [int(d) for d in shape[1:]]
+        else:
+            with_batch = [int(d) for d in shape]
+        expected, got = int(np.prod(with_batch, dtype=np.int64)), int(np.prod(shape, dtype=np.int64))
+        if want == "BYTES":
+            if got > expected:
+                fail(
+                    f"unexpected number of string elements {expected + 1} for inference input '{name}' for model "
+                    f"'{model}', expecting {expected}"
+                )
+            if got < expected:
+                fail(f"expected {expected} string elements for inference input '{name}' for model '{model}', got {got}")
+        elif got != expected:
+            size = _ITEM_SIZES[code]
+            fail(
+                f"input byte size mismatch for input '{name}' for model '{model}'. Expected {expected * size}, "
+                f"got {got * size}"
+            )
 
 
 @contextmanager
@@ -283,6 +305,7 @@ class ModelHarness:
         device_id: int = 0,
         seed: int = 0,
         supported_gpus: Sequence[int] | None = None,
+        response_timeout: float = 30.0,
     ) -> None:
         if placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
@@ -298,6 +321,10 @@ class ModelHarness:
         self._counter = 0
         self._lock = threading.RLock()
         self.log: list[str] = []
+        self.response_timeout = float(response_timeout)
+        self.max_reschedules = 10000
+        self._model_threads: list[threading.Thread] = []
+        self._next_sequence_id = 1
         if placement != "cpu" and _cupy() is None:
             raise ValueError(f"placement={placement!r} needs CuPy and a CUDA device; use placement='cpu'")
         gpus = list(range(_gpu_device_count())) if supported_gpus is None else list(supported_gpus)
@@ -375,6 +402,7 @@ class ModelHarness:
         self.config_proto = completed
         self.config: dict[str, Any] = cfgmod.config_to_json_dict(completed)
         self.decoupled = bool(self.config.get("model_transaction_policy", {}).get("decoupled", False))
+        self.iterative = bool(self.config.get("sequence_batching", {}).get("iterative_sequence", False))
         self.force_cpu_only = True
         param = self.config.get("parameters", {}).get("FORCE_CPU_ONLY_INPUT_TENSORS")
         if param is not None:
@@ -468,12 +496,23 @@ class ModelHarness:
             "model_name": self.model_name,
         }
 
+    def _track_threads(self, before: set[int | None]) -> None:
+        """Remember the threads the model started (they may still send responses after ``execute``)."""
+        self._model_threads = [t for t in self._model_threads if t.is_alive()]
+        self._model_threads += [t for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+
+    def _model_thread_alive(self) -> bool:
+        me = threading.current_thread()
+        return any(t.is_alive() and t is not me for t in self._model_threads)
+
     def _initialize(self) -> None:
+        before = {t.ident for t in threading.enumerate()}
         try:
             with _active(self, in_execute=False):
                 self.instance = self.module.TritonPythonModel()
                 if hasattr(self.instance, "initialize"):
                     self.instance.initialize(dict(self.args))
+            self._track_threads(before)
         except Exception as exc:  # noqa: BLE001
             raise ModelLoadError("Failed to initialize Python stub: " + pb.format_exception(exc)) from exc
         pb._runtime.models[self.model_name] = self
@@ -553,9 +592,14 @@ class ModelHarness:
         flags: int,
     ) -> pb.InferenceRequest:
         requested = set(requested_outputs) if requested_outputs else set(self._outputs_cfg)
-        sink: list[tuple[pb.InferenceResponse | None, int]] = []
+        sink = pb.ResponseSink()
         sender = pb.InferenceResponseSender(self.decoupled, requested, sink)
         params = json.dumps(dict(parameters or {}), separators=(",", ":"))
+        if self.iterative and correlation_id in (0, ""):
+            # CORE IterativeSequencer: a request without a correlation id starts a sequence of its own
+            with self._lock:
+                correlation_id, self._next_sequence_id = self._next_sequence_id, self._next_sequence_id + 1
+            flags = pb.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START
         req = pb.InferenceRequest._server_request(
             inputs=tensors,
             requested=requested,
@@ -566,7 +610,25 @@ class ModelHarness:
             flags=flags,
         )
         req._sink = sink  # type: ignore[attr-defined]
+        if self.iterative:  # a rescheduled request reads its inputs again, as the client sent them
+            req._pristine = [t._received_copy() for t in tensors]  # type: ignore[attr-defined]
         return req
+
+    def _rescheduled(self, req: pb.InferenceRequest) -> pb.InferenceRequest:
+        """The request as the sequence batcher hands it back: same inputs and responses, flags 0."""
+        new = pb.InferenceRequest._server_request(
+            inputs=[t._received_copy() for t in req._pristine],  # type: ignore[attr-defined]
+            requested=set(req._requested),
+            sender=pb.InferenceResponseSender(self.decoupled, set(req._requested), req._sink),  # type: ignore[attr-defined]
+            request_id=req.request_id(),
+            correlation_id=req.correlation_id(),
+            parameters=req.parameters(),
+            flags=0,
+            timeout=req.timeout(),
+        )
+        new._sink = req._sink  # type: ignore[attr-defined]
+        new._pristine = req._pristine  # type: ignore[attr-defined]
+        return new
 
     def _from_bls(self, request: pb.InferenceRequest, error_prefix: str = "") -> pb.InferenceRequest:
         shapes = {t.name(): (pb.dtype_code_of(t), t.shape()) for t in request.inputs()}
@@ -591,11 +653,16 @@ class ModelHarness:
         )
 
     # ------------------------------------------------------------------ execution
-    def _run_execute(self, requests: list[pb.InferenceRequest]) -> list[list[pb.InferenceResponse]]:
-        """Call ``execute`` and apply the stub's return contract; per request, its responses."""
+    def _run_execute(self, requests: list[pb.InferenceRequest]) -> list[list[pb.InferenceResponse] | None]:
+        """Call ``execute`` once and apply the stub's return contract.
+
+        Per request: every response it got (waiting for the final flag of responses sent after ``execute``
+        returned), or None when the model rescheduled it.
+        """
         if self._finalized:
             raise RuntimeError(f"model '{self.model_name}' has been finalized")
         error: str | None = None
+        before = {t.ident for t in threading.enumerate()}
         with _active(self, in_execute=True):
             try:
                 ret = self.instance.execute(requests)
@@ -609,15 +676,58 @@ class ModelHarness:
                     self._check_return(requests, ret)
                 except pb.TritonModelException as exc:
                     error = str(exc)
+        self._track_threads(before)
         if error is not None:
             msg = f"Failed to process the request(s) for model '{self.instance_name}', message: {error}"
-            err = pb.TritonError(msg, pb.TritonError.INTERNAL)
-            return [[pb.InferenceResponse(error=err)] for _ in requests]
-        results: list[list[pb.InferenceResponse]] = []
+            if ret is not None:  # the return contract was broken: the error only (as checked before #19)
+                return [[_error_response(msg)] for _ in requests]
+            return [self._failed(req, msg) for req in requests]
+        results: list[list[pb.InferenceResponse] | None] = []
         for req in requests:
-            got = [r for r, _flags in req._sink if r is not None]  # type: ignore[attr-defined]
-            results.append(got)
+            if req._release_flags == pb.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+                results.append(None)
+            else:
+                results.append(self._await_final(req))
         return results
+
+    def _failed(self, req: pb.InferenceRequest, msg: str) -> list[pb.InferenceResponse]:
+        """``execute`` raised: what the request already got through its sender, then the error.
+
+        [E] 2.51, default mode: a response sent without flags, then the error (HTTP and gRPC clients:
+        "expected a single response, got 2"); a response sent with the final flag crashes the server.
+        """
+        sink = req._sink  # type: ignore[attr-defined]
+        sent = [r for r, _flags in list(sink) if r is not None]
+        if sink.final and not self.decoupled:
+            return [
+                _error_response(
+                    f"[pb_utils mock] model '{self.model_name}' failed after its response sender had sent the final "
+                    "response (TRITONSERVER_RESPONSE_COMPLETE_FINAL): tritonserver 2.51 crashes here (SIGSEGV in "
+                    "TRITONBACKEND_ResponseFactoryDelete: the response factory is deleted twice). Model error: "
+                    + msg
+                )
+            ]
+        return [*sent, pb.InferenceResponse(error=pb.TritonError(msg, pb.TritonError.INTERNAL))]
+
+    def _await_final(self, req: pb.InferenceRequest) -> list[pb.InferenceResponse]:
+        """Wait, like the frontend, until the request's final flag arrives (from any thread of the model)."""
+        sink = req._sink  # type: ignore[attr-defined]
+        done = sink.wait_final(self.response_timeout, self._model_thread_alive)
+        got = [r for r, _flags in list(sink) if r is not None]
+        if done:
+            return got
+        if not got and not self.decoupled:
+            why = "the model returned None for this request and sent no response"
+        else:
+            why = (
+                f"model '{self.model_name}' sent {len(got)} response(s) but not the final flag "
+                "(TRITONSERVER_RESPONSE_COMPLETE_FINAL)"
+            )
+        if self._model_thread_alive():
+            when = f"within response_timeout={self.response_timeout:g} s after execute returned"
+        else:
+            when = "and no thread the model started is still running"
+        return [*got, _error_response(f"[pb_utils mock] {why} {when}: the server would never complete this request")]
 
     def _check_return(self, requests: list[pb.InferenceRequest], ret: Any) -> None:
         if ret is None:
@@ -650,7 +760,64 @@ class ModelHarness:
             req.get_response_sender()._update_state(resp, pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         for req, resp in zip(requests, ret):
             if resp is not None:
-                req._sink.append((resp._pruned(req._requested), pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL))  # type: ignore[attr-defined]
+                req._sink.put(resp._pruned(req._requested), pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL)  # type: ignore[attr-defined]
+
+    def _execute_lists(self, requests: list[pb.InferenceRequest]) -> list[list[pb.InferenceResponse]]:
+        """Run a batch until every request is released: rescheduled requests are executed again."""
+        mbs = int(self.config.get("max_batch_size", 0))
+        if mbs > 0 and requests and sum(_batch_of(r) for r in requests) == 0:
+            # python_backend: "no valid payloads" -> execute is not called and nothing is ever sent
+            msg = (
+                f"[pb_utils mock] the batch size of this execute call is 0 (every request has zero rows): "
+                f"python_backend skips execute for model '{self.model_name}' and the server never answers"
+            )
+            return [[_error_response(msg)] for _ in requests]
+        out: list[list[pb.InferenceResponse]] = [[] for _ in requests]
+        pending = list(enumerate(requests))
+        rounds = 0
+        while pending:
+            results = self._run_execute([r for _, r in pending])
+            again: list[tuple[int, pb.InferenceRequest]] = []
+            for (i, req), got in zip(pending, results):
+                if got is not None:
+                    out[i] = got
+                    continue
+                sent = [r for r, _flags in list(req._sink) if r is not None]  # type: ignore[attr-defined]
+                if not self.iterative:
+                    self.log.append(_RESCHEDULE_REFUSED)
+                    out[i] = [
+                        *sent,
+                        _error_response(
+                            f"[pb_utils mock] model '{self.model_name}' released the request with "
+                            "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE but has no 'sequence_batching { "
+                            f"iterative_sequence: true }}': the server logs \"{_RESCHEDULE_REFUSED}\" and never "
+                            "answers the request"
+                        ),
+                    ]
+                elif rounds >= self.max_reschedules:
+                    out[i] = [
+                        *sent,
+                        _error_response(
+                            f"[pb_utils mock] model '{self.model_name}' rescheduled the request more than "
+                            f"max_reschedules={self.max_reschedules} times"
+                        ),
+                    ]
+                else:
+                    again.append((i, self._rescheduled(req)))
+            pending = again
+            rounds += 1
+        return out
+
+    def execute_all(self, requests: Sequence[pb.InferenceRequest]) -> list[list[pb.InferenceResponse]]:
+        """Run ``execute`` on a batch; per request, every response it got, in order.
+
+        Like the server: responses sent from the model's threads after ``execute`` returned are waited for
+        (until the final flag, at most ``response_timeout`` s); a request rescheduled with
+        ``TRITONSERVER_REQUEST_RELEASE_RESCHEDULE`` is executed again (iterative sequence batching); a
+        model that answered through its sender and then raised gets its response and the error.
+        """
+        reqs = [r if not r._bls else self._from_bls(r) for r in requests]
+        return self._execute_lists(reqs)
 
     def execute(self, requests: Sequence[pb.InferenceRequest]) -> list[Any]:
         """Run ``execute`` on a batch of requests.
@@ -658,20 +825,17 @@ class ModelHarness:
         Requests from :meth:`make_request` are used as is; requests built with the BLS constructor
         ``pb_utils.InferenceRequest(...)`` are validated and converted first. Returns one
         ``InferenceResponse`` per request (default mode) or one list of responses per request
-        (decoupled mode). A failing batch gives every request the same error response.
+        (decoupled mode). A failing batch gives every request the same error response. In default mode
+        a request that got more than one response gets the error HTTP and gRPC clients see
+        ("expected a single response, got 2"); :meth:`execute_all` returns them all.
         """
-        reqs = [r if not r._bls else self._from_bls(r) for r in requests]
-        results = self._run_execute(reqs)
+        results = self.execute_all(requests)
         if self.decoupled:
             return results
         out = []
         for got in results:
-            if not got:
-                err = pb.TritonError(
-                    "[pb_utils mock] the model returned None for this request and sent no response",
-                    pb.TritonError.INTERNAL,
-                )
-                out.append(pb.InferenceResponse(error=err))
+            if len(got) > 1:
+                out.append(_error_response(f"expected a single response, got {len(got)}"))
             else:
                 out.append(got[0])
         return out
@@ -683,7 +847,7 @@ class ModelHarness:
             server_req = self._from_bls(request, prefix)
         except InferError as exc:
             return [pb.InferenceResponse(error=exc.error)]
-        got = self._run_execute([server_req])[0]
+        got = self._execute_lists([server_req])[0]
         pref = request._preferred_memory.preferred_memory_type
         out = []
         for resp in got:
@@ -701,6 +865,39 @@ class ModelHarness:
             ]
             out.append(pb.InferenceResponse(output_tensors=tensors))
         return out
+
+    # ------------------------------------------------------------------ metrics
+    def metric_families(self) -> list[pb.MetricFamily]:
+        """The ``pb_utils.MetricFamily`` objects this model created that are still alive."""
+        fams = [f for f in (r() for r in pb._runtime.metric_families) if f is not None]
+        return [f for f in fams if f._owner is self]
+
+    def metrics(self) -> dict[str, list[dict[str, Any]]]:
+        """Family name -> its metrics: ``{"labels", "value"}``, histograms ``{"labels", "count", "sum", "buckets"}``.
+
+        ``buckets`` maps each upper bound (``"+Inf"`` last) to its cumulative count, as Prometheus shows it.
+        """
+        out: dict[str, list[dict[str, Any]]] = {}
+        for fam in self.metric_families():
+            rows = out.setdefault(fam._name, [])
+            for m in fam._live_metrics():
+                samples = m._samples()
+                if fam._kind != pb.MetricFamily.HISTOGRAM:
+                    rows.append({"labels": dict(m._labels), "value": samples[0][2]})
+                    continue
+                rows.append(
+                    {
+                        "labels": dict(m._labels),
+                        "count": samples[0][2],
+                        "sum": samples[1][2],
+                        "buckets": {lab["le"]: v for _, lab, v in samples[2:]},
+                    }
+                )
+        return out
+
+    def metrics_text(self) -> str:
+        """This model's custom metrics as Prometheus text, the way tritonserver's ``/metrics`` shows them."""
+        return pb.metrics_text(self.metric_families())
 
     def _outputs(self, response: pb.InferenceResponse) -> dict[str, Any]:
         if response.has_error():
@@ -737,10 +934,7 @@ class ModelHarness:
     ) -> list[dict[str, Any]]:
         """One request to a decoupled model; returns the outputs of every response sent."""
         req = self.make_request(inputs, requested_outputs, parameters, **request_kw)
-        results = self.execute([req])[0]
-        if not self.decoupled:
-            results = [results]
-        return [self._outputs(r) for r in results]
+        return [self._outputs(r) for r in self.execute_all([req])[0]]
 
     def infer_batch(
         self, batch: Sequence[Mapping[str, Any]], requested_outputs: Sequence[str] | None = None
@@ -767,6 +961,18 @@ class ModelHarness:
 
     def __exit__(self, *exc: object) -> None:
         self.finalize()
+
+
+def _error_response(message: str) -> pb.InferenceResponse:
+    return pb.InferenceResponse(error=pb.TritonError(message, pb.TritonError.INTERNAL))
+
+
+def _batch_of(request: pb.InferenceRequest) -> int:
+    """python_backend's batch size of a request: the first dimension of its first input."""
+    inputs = request.inputs()
+    if not inputs or not inputs[0].shape():
+        return 1
+    return int(inputs[0].shape()[0])
 
 
 def _is_cupy(value: Any) -> bool:
@@ -819,6 +1025,7 @@ def load_model(
     device_id: int = 0,
     seed: int = 0,
     supported_gpus: Sequence[int] | None = None,
+    response_timeout: float = 30.0,
 ) -> ModelHarness:
     """Load a Python-backend model directory like the server and return its harness.
 
@@ -826,6 +1033,8 @@ def load_model(
     ``FORCE_CPU_ONLY_INPUT_TENSORS: "no"``), "mixed" (random per tensor, seeded by ``seed``); BYTES
     inputs are always on CPU. ``supported_gpus`` overrides the GPUs the server would see (default: the
     CuPy devices), which decides ``KIND_AUTO``/default instance groups and ``args``.
+    ``response_timeout``: how long to wait for the final flag of responses that the model's threads
+    send after ``execute`` returned (the server waits forever; the harness then reports an error).
     """
     return ModelHarness(
         model_dir,
@@ -835,4 +1044,5 @@ def load_model(
         device_id=device_id,
         seed=seed,
         supported_gpus=supported_gpus,
+        response_timeout=response_timeout,
     )
