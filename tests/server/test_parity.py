@@ -9,7 +9,8 @@ checked here against the server.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -240,3 +241,220 @@ def test_fuller_config_json_and_instance_names(kitchen: tuple[TritonServer, Path
     assert real_args["model_instance_name"] in ("kitchen_0_0", "kitchen_0_1")
     for i in (0, 1):
         assert f"TRITONBACKEND_ModelInstanceInitialize: kitchen_0_{i} (CPU device 0)" in srv.log
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Issue #19: the behaviours where the harness used to differ from the server, on the models of tests/testing/models
+# (late decoupled responses, bytes in the BLS constructor, DLPack identity, rescheduling, zero-row inputs, a model
+# that answers through its sender and then raises, custom metrics). The harness loads the server's copy of each model
+# directory, so paths in tracebacks are identical.
+
+FIDELITY_MODELS = ["late_repeat", "bls_late_sum", "dlpack_identity", "iterative", "iterative_decoupled",
+                   "send_then_raise", "metrics_probe"]
+TESTING_MODELS = Path(__file__).parents[1] / "testing" / "models"
+RESCHEDULE_REFUSED = (
+    "Failed to release request: Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model "
+    "is not configured to handle such a flag."
+)
+
+
+@pytest.fixture(scope="module")
+def fidelity(triton_runtime: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TritonServer, Path]]:
+    from triton_helpers import make_repository, start_server
+
+    repo = make_repository(tmp_path_factory.mktemp("fidelity_repo"), *[TESTING_MODELS / m for m in FIDELITY_MODELS])
+    plain = repo / "reschedule_plain"  # iterative's model without sequence batching
+    shutil.copytree(repo / "iterative", plain)
+    cfg = (plain / "config.pbtxt").read_text()
+    cfg = cfg.replace('name: "iterative"', 'name: "reschedule_plain"').replace(
+        "sequence_batching { iterative_sequence: true }", "")
+    (plain / "config.pbtxt").write_text(cfg)
+    srv = start_server(triton_runtime, repo, "fidelity models (#19)")  # type: ignore[arg-type]
+    try:
+        yield srv, repo
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def loaded(fidelity: tuple[TritonServer, Path]) -> Iterator[Callable[[str], object]]:
+    created: list[object] = []
+
+    def load(name: str, **kw: object) -> object:
+        model = harness.load_model(fidelity[1] / name, **kw)
+        created.append(model)
+        return model
+
+    yield load
+    for model in reversed(created):
+        model.finalize()  # type: ignore[attr-defined]
+
+
+def grpc_stream(url: str, model: str, inputs: dict[str, np.ndarray], timeout: float = 30) -> list[object]:
+    """Every response of one streamed request: ``{output: list}`` per data response, ``"ERR: <msg>"`` per error,
+    ``"TIMEOUT"`` if the final response did not come (the empty final response itself is not listed)."""
+    import queue
+
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import np_to_triton_dtype
+
+    results: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(url)
+    client.start_stream(callback=lambda result, error: results.put((result, error)))
+    try:
+        infer_inputs = []
+        for name, arr in inputs.items():
+            ii = grpcclient.InferInput(name, list(arr.shape), np_to_triton_dtype(arr.dtype))
+            ii.set_data_from_numpy(arr)
+            infer_inputs.append(ii)
+        client.async_stream_infer(model, infer_inputs, enable_empty_final_response=True)
+        out: list[object] = []
+        while True:
+            try:
+                result, error = results.get(timeout=timeout)
+            except queue.Empty:
+                return [*out, "TIMEOUT"]
+            if error is not None:
+                out.append(f"ERR: {error.message()}")
+                continue
+            resp = result.get_response()
+            if resp.outputs:
+                out.append({o.name: result.as_numpy(o.name).tolist() for o in resp.outputs})
+            if resp.parameters["triton_final_response"].bool_param:
+                return out
+    finally:
+        client.stop_stream()
+        client.close()
+
+
+@pytest.mark.parametrize("n", [0, 4, 3000])
+def test_late_decoupled_responses_identical(fidelity: tuple[TritonServer, Path], loaded: Callable, n: int) -> None:
+    srv, _ = fidelity
+    real = grpc_stream(srv.grpc_url, "late_repeat", {"N": np.array([n], np.int32)})
+    mock = loaded("late_repeat").infer_stream({"N": np.array([n], np.int32)})
+    assert real == [{k: v.tolist() for k, v in r.items()} for r in mock]
+    assert len(real) == n
+
+
+def test_decoupled_bls_with_bytes_model_name_identical(fidelity: tuple[TritonServer, Path], loaded: Callable) -> None:
+    srv, _ = fidelity
+    inputs = {"N": np.array([2000], np.int32)}
+    real, err = server_infer(srv.http_url, "bls_late_sum", inputs)
+    assert err is None
+    loaded("late_repeat")
+    mock, merr = harness_infer(loaded("bls_late_sum"), inputs)
+    assert merr is None
+    assert {k: v.tolist() for k, v in real.items()} == {k: v.tolist() for k, v in mock.items()}
+    assert real["SUM"].tolist() == [1999000] and real["COUNT"].tolist() == [2001]
+
+
+def test_dlpack_identity_and_zero_row_inputs_identical(fidelity: tuple[TritonServer, Path], loaded: Callable) -> None:
+    srv, _ = fidelity
+    model = loaded("dlpack_identity")
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    real, err = server_infer(srv.http_url, "dlpack_identity", {"X": x})
+    mock, merr = harness_infer(model, {"X": x})
+    assert err is None and merr is None
+    for name in ("Y", "Z"):
+        assert real[name].dtype == mock[name].dtype and real[name].tolist() == mock[name].tolist() == x.tolist()
+    for protocol, url in (("http", srv.http_url), ("grpc", srv.grpc_url)):
+        for rid in ("z", ""):
+            inputs = {"X": np.zeros((0, 3), np.float32)}
+            _, err = server_infer(url, "dlpack_identity", inputs, protocol=protocol, request_id=rid)
+            _, merr = harness_infer(model, inputs, request_id=rid)
+            assert err is not None and err == merr
+            assert err.endswith("input byte size mismatch for input 'X' for model 'dlpack_identity'. Expected 12, got 0")
+
+
+def test_zero_row_bytes_and_batch_mismatch_identical(server: TritonServer, add_sub_harness: object) -> None:
+    cases = [
+        {"INPUT0": np.zeros((0, 3), np.float32), "INPUT1": np.zeros((0, 3), np.int32), "TEXT": np.zeros((0, 1), object)},
+        {"INPUT0": np.zeros((0, 3), np.float32), "INPUT1": np.zeros((2, 3), np.int32),
+         "TEXT": np.array([[b"a"], [b"b"]], object)},
+        {"INPUT0": np.zeros((2, 3), np.float32), "INPUT1": np.zeros((2, 3), np.int32), "TEXT": np.zeros((0, 1), object)},
+    ]
+    for inputs in cases:
+        _, err = server_infer(server.http_url, "add_sub", inputs, ["OUTPUT0"], request_id="z")
+        _, merr = harness_infer(add_sub_harness, inputs, ["OUTPUT0"], request_id="z")
+        assert err is not None and err == merr
+
+
+def test_iterative_rescheduling_identical(fidelity: tuple[TritonServer, Path], loaded: Callable) -> None:
+    srv, _ = fidelity
+    model = loaded("iterative")
+    for n, rid in ((3, "rq"), (1, ""), (2, "")):
+        real, err = server_infer(srv.http_url, "iterative", {"N": np.array([n], np.int32)}, request_id=rid)
+        mock, merr = harness_infer(model, {"N": np.array([n], np.int32)}, request_id=rid)
+        assert err is None and merr is None
+        assert json.loads(real["INFO"][0]) == json.loads(mock["INFO"][0])
+        assert len(json.loads(real["INFO"][0])["calls"]) == n
+    real = grpc_stream(srv.grpc_url, "iterative_decoupled", {"IN": np.array([3], np.int32)})
+    mock = loaded("iterative_decoupled").infer_stream({"IN": np.array([3], np.int32)})
+    assert real == [{k: v.tolist() for k, v in r.items()} for r in mock]
+    assert [r["OUT"] for r in real] == [[2], [1], [0]]  # type: ignore[index]
+
+
+def test_reschedule_without_iterative_sequence_identical(fidelity: tuple[TritonServer, Path], loaded: Callable) -> None:
+    """The server logs the refusal and never answers (the client times out); the harness raises with that line."""
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException
+
+    srv, _ = fidelity
+    client = grpcclient.InferenceServerClient(srv.grpc_url)
+    ii = grpcclient.InferInput("N", [1], "INT32")
+    ii.set_data_from_numpy(np.array([2], np.int32))
+    with pytest.raises(InferenceServerException, match="Deadline Exceeded"):
+        client.infer("reschedule_plain", [ii], client_timeout=3)
+    client.close()
+    assert RESCHEDULE_REFUSED in srv.log
+    model = loaded("reschedule_plain")
+    _, merr = harness_infer(model, {"N": np.array([2], np.int32)})
+    assert merr is not None and RESCHEDULE_REFUSED in merr and "never answers" in merr
+    assert model.log[-1] == RESCHEDULE_REFUSED  # type: ignore[attr-defined]
+
+
+def test_send_then_raise_identical(fidelity: tuple[TritonServer, Path], loaded: Callable) -> None:
+    """Default mode, a response sent through the sender, then an AttributeError: two responses in both."""
+    srv, _ = fidelity
+    model = loaded("send_then_raise")
+    inputs = {"X": np.array([3], np.int32)}
+    _, err = server_infer(srv.grpc_url, "send_then_raise", inputs, protocol="grpc")
+    _, merr = harness_infer(model, inputs)
+    assert err == merr == "expected a single response, got 2"
+    _, http_err = server_infer(srv.http_url, "send_then_raise", inputs)  # HTTP: both bodies, then the same error
+    assert http_err is not None and '{"error":"expected a single response, got 2"}' in http_err
+    first, second = model.execute_all([model.make_request(inputs)])[0]  # type: ignore[attr-defined]
+    assert first.output_tensors()[0].as_numpy().tolist() == [6]
+    # the server logs the model's error as a JSON string: the same text, newlines escaped
+    logged = second.error().message().replace("\n", "\\n")
+    assert logged.startswith("Failed to process the request(s) for model 'send_then_raise_0', message: AttributeError: "
+                             "'c_python_backend_utils.InferenceResponseSender' object has no attribute 'close'")
+    assert f'"{logged}"' in srv.log
+
+
+def test_custom_metrics_identical(fidelity: tuple[TritonServer, Path], loaded: Callable) -> None:
+    """The model's values and the /metrics text of its families (the server orders a family's metrics by hash)."""
+    import urllib.request
+
+    srv, _ = fidelity
+    model = loaded("metrics_probe")
+    for v in (0.5, 3.0, 1e-7, 12345678.9):
+        real, err = server_infer(srv.http_url, "metrics_probe", {"X": np.array([v], np.float64)})
+        mock, merr = harness_infer(model, {"X": np.array([v], np.float64)})
+        assert err is None and merr is None
+        assert json.loads(real["INFO"][0]) == json.loads(mock["INFO"][0])
+    scraped = urllib.request.urlopen(srv.metrics_url, timeout=10).read().decode()
+    real_lines = [line for line in scraped.splitlines() if "textops_probe" in line]
+    mock_lines = model.metrics_text().splitlines()  # type: ignore[attr-defined]
+    assert len(mock_lines) == 15 and "textops_probe_value{model=\"metrics_probe\",slot=\"sum\"} 12345682.4000001" in mock_lines
+
+    def blocks(lines: list[str]) -> list[tuple[str, ...]]:
+        out, cur = [], []
+        for line in lines:
+            if line.startswith("# HELP") and cur:
+                out.append(tuple(cur[:2]) + tuple(sorted(cur[2:])))
+                cur = []
+            cur.append(line)
+        return [*out, tuple(cur[:2]) + tuple(sorted(cur[2:]))]
+
+    assert blocks(real_lines) == blocks(mock_lines)
