@@ -186,8 +186,9 @@ def test_invalid_utf8_names_the_row(tok):
             tok.encode([b"ok", b])
     # a character split across two rows is invalid in both
     data, offs = pack_host([b"\xc3\xa9", b"x"])
-    with pytest.raises(InputError):
-        TextBatch.from_texts((data, np.array([0, 1, 3])))
+    with pytest.raises(InputError, match="row 0") as ei:
+        tok.encode(TextBatch.from_texts((data, np.array([0, 1, 3]))))
+    assert list(ei.value.rows) == [0, 1]
 
 
 def test_vocab_without_specials_fails_at_load(tmp_path):
@@ -257,18 +258,6 @@ def test_cudf_backend_on_prose(vocab_path, austen):
     assert same.mean() > 0.99, f"{(~same).sum()} of 500 rows differ"
 
 
-@pytest.mark.parametrize(("walk", "dense"), [(0, 0), (0, 1 << 30), (1 << 30, 0), (5000, 0), (5000, 1 << 30)])
-def test_every_wordpiece_strategy_is_exact(oracle, austen, vocab_path, monkeypatch, walk, dense):
-    """The small-batch walk, the all-lengths round and the longest-first round give the same pieces."""
-    import triton_textops.ops.tokenizer as tk
-
-    monkeypatch.setattr(tk, "_WALK_LIMIT", walk)
-    monkeypatch.setattr(tk, "_DENSE_LIMIT", dense)
-    tok = BertTokenizer.from_vocab(vocab_path)
-    texts = austen[:150] + ADVERSARIAL
-    assert_same(tok.encode(texts, max_length=64), *reference_rows(oracle, texts, 64))
-
-
 def test_one_text_at_a_time(oracle, tok, austen):
     """Batches of one (the walk path; a batch without special tokens) give the rows of the whole batch."""
     texts = austen[:120] + ADVERSARIAL + ["[CLS] x [SEP]", "[MASK]", "un[UNK]able"]
@@ -277,61 +266,50 @@ def test_one_text_at_a_time(oracle, tok, austen):
         assert_same(tok.encode([t], max_length=64), ids[i : i + 1], mask[i : i + 1], mapping[i : i + 1] * 0)
 
 
-def test_byte_table_verifies_every_candidate():
-    """A hash hit is only an answer once its bytes are compared: a query whose key is forged to equal a
-    table string's key, but whose bytes differ (at any of 18 positions, with or without the prefix),
-    finds nothing."""
-    from triton_textops.ops.text import ByteTable, bytes8, hash_bytes
+def test_vocab_table_verifies_every_hit():
+    """A hash hit is only an answer once its bytes are compared: a slot whose key is forged to equal the
+    query's hash, but whose bytes differ (with or without the ## prefix), finds nothing."""
+    from triton_textops.ops.hashtable import FNV_CONT, ByteTable, find_bytes, fnv_host, slot_of
 
-    strings = [b"apple", b"##ing", b"pie", b"##abcdefghijklmnopq", b"abcdefghijklmnopqr", b"#"]
-    table = ByteTable(strings, prefix=b"##")
-    data = np.frombuffer(b"applepieingabcdefghijklmnopqrabcdefghijklmnopqX", dtype=np.uint8)
-    queries = [  # (start, length, with prefix, string whose key the query carries, expected)
-        (0, 5, False, b"apple", 0), (5, 3, False, b"pie", 2), (8, 3, True, b"##ing", 1),
-        (0, 5, False, b"pie", -1), (11, 17, True, b"##abcdefghijklmnopq", 3),
-        (11, 18, False, b"abcdefghijklmnopqr", 4), (29, 18, False, b"abcdefghijklmnopqr", -1),
-        (8, 3, True, b"abcdefghijklmnopqr", -1), (8, 0, True, b"#", -1), (8, 3, False, b"##ing", -1),
-    ]
-    keys = np.array([hash_bytes(q[3]) for q in queries], dtype=np.uint64)
-    start = np.array([q[0] for q in queries])
-    length = np.array([q[1] for q in queries])
-    cont = np.array([q[2] for q in queries])
-    expected = [q[4] for q in queries]
-    for b8 in (None, bytes8(np, data)):  # computed by find, or passed in
-        np.testing.assert_array_equal(table.find(keys, data, start, length, cont, b8=b8), expected)
-    only = np.array([hash_bytes(b"##ing")], dtype=np.uint64)
-    assert table.find(only, data, np.array([8]), np.array([3])).tolist() == [-1]  # no prefix asked
-    assert table.find(only, data, np.array([8]), np.array([3]), True).tolist() == [1]
+    table = ByteTable({"apple": 0, "##ing": 1, "pie": 2, "abcdefghijklmnopqr": 3})
+    data = np.frombuffer(b"applepieingabcdefghijklmnopqrXpplq", dtype=np.uint8)
 
+    def find(start: int, length: int, plen: int, slots: np.ndarray | None = None) -> int:
+        h = fnv_host(data[start : start + length].tobytes(), FNV_CONT if plen else 0x811C9DC5)
+        return find_bytes(h, data, start, length, plen, table.slots if slots is None else slots, table.pool,
+                          table.mask, table.max_probe)
 
-def test_bytes8_and_load8_match_the_bytes():
-    """bytes8[i] holds bytes i..i+7 little-endian (zeros past the end); load8 keeps min(length, 8) of them."""
-    from triton_textops.ops.text import bytes8, load8
-
-    raw = bytes(range(1, 20))
-    data = np.frombuffer(raw, dtype=np.uint8)
-    b8 = bytes8(np, data)
-    assert b8.shape == (len(raw) + 1,)
-    for i in range(len(raw) + 1):
-        assert int(b8[i]) == int.from_bytes(raw[i : i + 8].ljust(8, b"\0"), "little")
-    starts = np.array([0, 3, 15, 19, 0])
-    lens = np.array([0, 5, 4, 0, 12])
-    want = [int.from_bytes(raw[s : s + min(n, 8)].ljust(8, b"\0"), "little") for s, n in zip(starts, lens)]
-    assert load8(np, b8, starts, lens).tolist() == want
+    assert [find(0, 5, 0), find(5, 3, 0), find(8, 3, 2), find(11, 18, 0)] == [0, 2, 1, 3]
+    assert [find(8, 3, 0), find(0, 5, 2), find(29, 5, 0), find(0, 4, 0)] == [-1, -1, -1, -1]
+    # forge: the slot of "apple" gets the key of "Xpplq" (same length, other bytes)
+    forged = table.slots.copy()
+    h_apple, h_fake = fnv_host(b"apple"), fnv_host(b"Xpplq")
+    j = slot_of(h_apple, table.mask)
+    while forged[j, 0] != (h_apple & 0x7FFFFFFF):
+        j = (j + 1) & table.mask
+    forged[j, 0] = h_fake & 0x7FFFFFFF
+    k = slot_of(h_fake, table.mask)
+    forged[[j, k]] = forged[[k, j]]  # put it where the forged key is probed first
+    assert find(29, 5, 0, forged) == -1
+    assert fnv_host(b"##") == FNV_CONT
 
 
-def test_byte_table_empty_slots_never_match():
-    """Empty cuckoo slots hold a key no string has, so even a query whose hash is 0 finds nothing wrong."""
-    from triton_textops.ops.text import ByteTable, bytes8, hash_bytes
+def test_vocab_table_probe_bound_and_duplicates():
+    """Every string is found within the measured probe bound; a repeated token keeps its last id."""
+    from triton_textops.bundled import vocab_path as bundled_vocab
+    from triton_textops.ops.hashtable import ByteTable, find_bytes, fnv_host
 
-    strings = [b"a", b"bc", b"def"]
-    table = ByteTable(strings)
-    keys = np.array([0, 1, 2, 3, hash_bytes(b"bc"), hash_bytes(b"def")], dtype=np.uint64)
-    data = np.frombuffer(b"abcdef", dtype=np.uint8)
-    start = np.array([0, 0, 0, 0, 1, 3])
-    length = np.array([1, 1, 1, 1, 2, 3])
-    got = table.find(keys, data, start, length, b8=bytes8(np, data))
-    assert got.tolist() == [-1, -1, -1, -1, 1, 2]
+    words = open(bundled_vocab(), encoding="utf-8").read().split("\n")[:-1]
+    ids = {w: i for i, w in enumerate(words)}
+    table = ByteTable(ids)
+    pool = np.frombuffer("".join(ids).encode(), dtype=np.uint8)
+    pos = 0
+    for w, i in ids.items():
+        b = w.encode()
+        assert find_bytes(fnv_host(b), pool, pos, len(b), 0, table.slots, table.pool, table.mask, table.max_probe) == i
+        pos += len(b)
+    tok = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "x", "x"])
+    assert tok.encode(["x"], max_length=4).input_ids.tolist() == [[2, 5, 3, 0]]
 
 
 def test_tune_host_allocator_is_idempotent():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from triton_textops.ops.text import bytes8, load8
 from triton_textops.ops.xp import bincount
 
 
@@ -22,9 +21,3 @@ def test_gpu_primitives_equal_numpy():
     assert cp.asnumpy(bincount(cp, cp.zeros(0, dtype=cp.int64), 3)).tolist() == [0, 0, 0]
     x = np.random.default_rng(0).integers(0, 50, 1000)
     np.testing.assert_array_equal(cp.asnumpy(bincount(cp, cp.asarray(x), 60)), bincount(np, x, 60))
-    data = np.frombuffer(bytes(range(1, 256)) * 3, dtype=np.uint8)
-    np.testing.assert_array_equal(cp.asnumpy(bytes8(cp, cp.asarray(data))), bytes8(np, data))
-    starts = np.arange(0, data.shape[0] + 1, 7)
-    lens = starts % 13
-    got = load8(cp, bytes8(cp, cp.asarray(data)), cp.asarray(starts), cp.asarray(lens))
-    np.testing.assert_array_equal(cp.asnumpy(got), load8(np, bytes8(np, data), starts, lens))

@@ -40,7 +40,7 @@ class TritonPythonModel(TextOpsModel):
 
     def setup(self) -> None:
         self.features = load_features(self, "features")
-        self.normalizer = Normalizer.get(self.features.lowercase, self.xp)
+        self.normalizer = Normalizer.get(self.features.lowercase, self.device)
 
     def read(self, request: Any) -> Any:
         return self.read_text(request)

@@ -42,11 +42,11 @@ class TritonPythonModel(TextOpsModel):
         batch, counts = self.text_batch(items)
         p, tok = self.params, self.tokenizer
         pre = tok.pretokenize(batch)  # one normalization + pre-tokenization pass serves both outputs
-        pieces, offsets = tok.wordpiece(pre)
         overflow = p["return_overflowing_tokens"]
-        enc = tok.pack(pieces, offsets, max_length=p["max_length"], stride=p["stride"],
-                       return_overflowing_tokens=overflow)
-        feats = self.features.transform_pretokens(pre, normalize=p["normalize"])
+        enc = tok.encode_pretokens(pre, max_length=p["max_length"], stride=p["stride"],
+                                   return_overflowing_tokens=overflow, dtype=self.ids_dtype(), check=False)
+        feats = self.features.transform_pretokens(pre, normalize=p["normalize"], check=False)
+        pre.check()  # rows were checked in read(); the batch's one device-to-host copy
         mapping = enc.overflow_to_sample_mapping
         rows = self.split_rows({"input_ids": enc.input_ids, "attention_mask": enc.attention_mask,
                                 "overflow_to_sample_mapping": mapping.reshape(-1, 1)}, counts,

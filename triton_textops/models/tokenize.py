@@ -66,7 +66,7 @@ class TritonPythonModel(TextOpsModel):
         overflow = p["return_overflowing_tokens"]
         enc = self.tokenizer.encode(
             batch, max_length=p["max_length"], stride=p["stride"], return_overflowing_tokens=overflow,
-            add_special_tokens=p["add_special_tokens"],
+            add_special_tokens=p["add_special_tokens"], dtype=self.ids_dtype(),
         )
         arrays = {role: enc[role] for role in self.outputs}
         arrays["overflow_to_sample_mapping"] = enc.overflow_to_sample_mapping.reshape(-1, 1)

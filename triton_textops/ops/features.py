@@ -11,8 +11,9 @@ pass over the text serves both the BERT inputs and these features. The specifica
   the N most frequent corpus words (``common:<w>``) and of the N least frequent (``rare:<w>``);
 * normalization ``(x - mean) / std`` in float32, with mean/std (population) fitted on the corpus.
 
-Everything on the serving path is vectorized over the whole batch through ``pre.xp``: integer
-counts, then float32 arithmetic in a fixed form, so NumPy and CuPy give bit-identical values.
+Serving is one kernel (one thread per text, compiled from one source for the CPU and the GPU) over the
+stage-(a) tokens: integer counts, then float32 arithmetic in a fixed form, so both targets give
+bit-identical values. Word lists are one exact hash table built once per device.
 """
 
 from __future__ import annotations
@@ -24,14 +25,22 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
+from numba import prange
 
-from triton_textops.errors import InputError
-from triton_textops.ops.text import ByteTable, Normalizer, PreTokens, TextBatch, bytes8, load8
-from triton_textops.ops.xp import bincount, device_constant, get_xp
+from triton_textops.ops import features_dask
+from triton_textops.ops import kernels as K
+from triton_textops.ops.corpus import FIT_CHUNK, pretokenized_chunks
+from triton_textops.ops.hashtable import ByteTable, find_bytes, fnv_step
+from triton_textops.ops.text import Normalizer, PreTokens, TextBatch
+from triton_textops.ops.xp import get_xp, resolve_device, target_of
+
+try:
+    from numba import cuda
+except ImportError:  # pragma: no cover
+    cuda = None
 
 __all__ = [
     "ARTIFACT_FORMAT",
@@ -57,7 +66,6 @@ BUILTIN_STOPWORDS = ("nltk-179", "nltk-198")
 TERMINATORS = (".", "!", "?", "\u2026")
 CLOSERS = ('"', "'", ")", "]", "\u201d", "\u2019", "\u00bb")
 ABBREVIATIONS = ("mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "vs", "mt", "capt", "col", "gen", "lt", "sgt", "rev")
-_FIT_CHUNK = 1024  # texts normalized at once while fitting
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, texts done so far, total)
 
@@ -117,176 +125,172 @@ def _dedupe(words: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(words))
 
 
-# ------------------------------------------------------------------------------------ array helpers
+# ------------------------------------------------------------------------------------ device code
 
 
-def _shift_next(xp: ModuleType, a: Any, fill: Any) -> Any:
-    """``out[i] = a[i + 1]``, ``fill`` at the end."""
-    out = xp.empty_like(a)
-    out[:-1] = a[1:]
-    out[-1:] = fill
-    return out
+@K.device
+def same_bytes(a, a0, b, b0, ln):
+    """``a[a0:a0+ln] == b[b0:b0+ln]``."""
+    for j in range(ln):
+        if a[a0 + j] != b[b0 + j]:
+            return False
+    return True
 
 
-def _packed_const(s: str) -> int:
-    """A string of at most 4 UTF-8 bytes as its bytes read little-endian (exact: text has no NUL byte)."""
-    b = s.encode("utf-8")
-    assert 0 < len(b) <= 4
-    return int.from_bytes(b, "little")
+@K.device
+def punct_code(data, s, e):
+    """1 for the terminator ``.``, 2 for the other terminators (``! ? …``), 3 for a closing token
+    (``" ' ) ] ” ’ »``), 0 for any other one-character punctuation token ``data[s:e]``."""
+    b0 = int(data[s])
+    ln = e - s
+    if ln == 1:
+        if b0 == 46:
+            return 1
+        if b0 == 33 or b0 == 63:
+            return 2
+        if b0 == 34 or b0 == 39 or b0 == 41 or b0 == 93:
+            return 3
+        return 0
+    if ln == 2:
+        return 3 if b0 == 0xC2 and int(data[s + 1]) == 0xBB else 0  # »
+    if ln == 3 and b0 == 0xE2 and int(data[s + 1]) == 0x80:
+        b2 = int(data[s + 2])
+        if b2 == 0xA6:  # …
+            return 2
+        if b2 == 0x9D or b2 == 0x99:  # ” ’
+            return 3
+    return 0
 
 
-_TERM_KEYS = tuple(_packed_const(s) for s in TERMINATORS)
-_CLOSE_KEYS = tuple(_packed_const(s) for s in CLOSERS)
-_ABBR_KEYS = tuple(_packed_const(s) for s in ABBREVIATIONS)
+@K.device
+def is_abbreviation(data, s, e, abbr, abbr_off, n_abbr):
+    """The word ``data[s:e]`` is one of the abbreviations (``abbr``: their bytes, ``abbr_off``: offsets)."""
+    ln = e - s
+    for a in range(n_abbr):
+        lo = abbr_off[a]
+        if abbr_off[a + 1] - lo == ln and same_bytes(data, s, abbr, lo, ln):
+            return True
+    return False
 
 
-def _same_tail(xp: ModuleType, data: Any, a_start: Any, b_data: Any, b_start: Any, length: Any) -> Any:
-    """Bytes 8..length of span a (in ``data``) equal those of span b (in ``b_data``), per pair."""
-    if a_start.shape[0] == 0:
-        return xp.ones(0, dtype=bool)
-    j = xp.arange(8, int(length.max()), dtype=np.int64)
-    inside = j[None, :] < length[:, None]
-    a = data[xp.where(inside, a_start[:, None] + j[None, :], 0)]
-    b = b_data[xp.where(inside, b_start[:, None] + j[None, :], 0)]
-    return ((a == b) | ~inside).all(axis=1)
+@K.device
+def adjacent(start, end, k, j):
+    """Token ``j`` starts where token ``k`` ends (no whitespace between them)."""
+    return start[j] == end[k]
 
 
-def _is_any(xp: ModuleType, key: Any, keys: tuple[int, ...]) -> Any:
-    """``key`` (uint64) is one of the constant ``keys``: one binary search, not a compare per key."""
-    table = device_constant(xp, ("is_any", keys), lambda: np.array(sorted(set(keys)), dtype=np.uint64))
-    return table[xp.minimum(xp.searchsorted(table, key), table.shape[0] - 1)] == key
+@K.device
+def sentence_end(data, start, end, kind, nchars, k, k0, k_end, abbr, abbr_off, n_abbr):
+    """True when the terminator token ``k`` (the last of its run) ends a sentence (features.md): (a) after
+    it and any adjacent closing tokens comes whitespace or the end of the text (tokens ``k0 .. k_end - 1``
+    are the text's), and (b) it is not a single ``.`` glued to a one-character word or an abbreviation."""
+    j = k
+    while j + 1 < k_end and adjacent(start, end, j, j + 1) and kind[j + 1] == 1 \
+            and punct_code(data, start[j + 1], end[j + 1]) == 3:
+        j += 1
+    if j + 1 < k_end and adjacent(start, end, j, j + 1):
+        return False
+    if punct_code(data, start[k], end[k]) == 1 and k > k0 and kind[k - 1] == 0 and adjacent(start, end, k - 1, k):
+        if nchars[k - 1] == 1 or is_abbreviation(data, start[k - 1], end[k - 1], abbr, abbr_off, n_abbr):
+            return False
+    return True
 
 
-def _span_keys(xp: ModuleType, b8: Any, start: Any, length: Any, head: Any) -> Any:
-    """64-bit key of each span from its length, first 8 and last 8 bytes.
-
-    Cheap (no pass over the text) and a good hash for slotting; not an identity for spans longer
-    than 16 bytes, so every user verifies candidates on the bytes.
-    """
-    tail = head.copy()
-    li = xp.flatnonzero(length > 8)
-    if li.shape[0]:
-        tail[li] = load8(xp, b8, start[li] + length[li] - 8, xp.full(li.shape[0], 8, dtype=np.int64))
-    k = (head * np.uint64(_K1)) ^ (tail * np.uint64(_K2)) ^ (length.astype(np.uint64) * np.uint64(_K3))
-    k ^= k >> np.uint64(32)
-    k *= np.uint64(_SLOT_MIX)
-    k ^= k >> np.uint64(29)
-    return k
-
-
-class _WordTable:
-    """Exact lookup of the feature words (stop words + corpus words) by pre-token span.
-
-    Open addressing on :func:`_span_keys` finds a candidate; every candidate is then verified on the
-    word's bytes (length, first 8 bytes packed, the rest byte by byte for the few longer words), so a
-    key collision can never give a wrong answer. Should two table words share a key (same length,
-    first and last 8 bytes), the tokenizer's byte-verified :class:`ByteTable` is used instead.
-    """
-
-    def __init__(self, words: Sequence[str], xp: ModuleType) -> None:
-        enc = [w.encode("utf-8") for w in words]
-        self.xp = xp
-        self.size = len(enc)
-        lens = np.array([len(b) for b in enc] + [0], dtype=np.int64)
-        starts = np.zeros(len(enc) + 1, dtype=np.int64)
-        np.cumsum(lens[:-1], out=starts[1:])
-        pool = np.frombuffer(b"".join(enc) + b"\0", dtype=np.uint8)
-        # the same functions as serving, on the table's own bytes
-        w8 = bytes8(np, pool)
-        head = load8(np, w8, starts[:-1], lens[:-1])
-        karr = _span_keys(np, w8, starts[:-1], lens[:-1], head)
-        self.fallback = None
-        if len(set(karr.tolist())) != len(enc):
-            self.fallback = ByteTable(enc, xp)
-        bits = max(4, (max(len(enc), 1) * 16 - 1).bit_length())  # sparse: ~1 probe
-        size = 1 << bits
-        slot_key = np.zeros(size, dtype=np.uint64)
-        slot_idx = np.full(size, -1, dtype=np.int64)
-        home = (karr >> np.uint64(64 - bits)).astype(np.int64)
-        max_probe = 0
-        for i in range(len(enc)):
-            slot, d = int(home[i]), 0
-            while slot_idx[slot] >= 0:
-                slot, d = (slot + 1) & (size - 1), d + 1
-            slot_key[slot], slot_idx[slot] = karr[i], i
-            max_probe = max(max_probe, d)
-        self.bits, self.max_probe = bits, max_probe
-        self.slot_key = xp.asarray(slot_key)
-        self.slot_idx = xp.asarray(slot_idx)
-        self.len = xp.asarray(lens)
-        self.head = xp.asarray(np.concatenate([head, np.zeros(1, np.uint64)]))
-        self.start = xp.asarray(starts)
-        self.pool = xp.asarray(pool)
-
-    def lookup(self, pre: PreTokens, start: Any, length: Any, key: Any, head: Any) -> Any:
-        """Index of each span's word in the table, or -1 (int64); ``key``/``head`` of the spans."""
-        xp = self.xp
-        if self.fallback is not None:
-            return self.fallback.lookup(pre, start, start + length)
-        res = xp.full(start.shape[0], -1, dtype=np.int64)
-        if start.shape[0] == 0 or self.size == 0:
-            return res
-        mask = (1 << self.bits) - 1
-        slot = (key >> np.uint64(64 - self.bits)).astype(np.int64)
-        for _ in range(self.max_probe + 1):
-            cand = self.slot_idx[slot]
-            res = xp.where((res < 0) & (self.slot_key[slot] == key), cand, res)
-            slot = (slot + 1) & mask
-        # verify every candidate against the word's bytes: exact whatever the key does
-        idx = xp.maximum(res, 0)
-        ok = (res >= 0) & (self.len[idx] == length) & (self.head[idx] == head)
-        long_ = xp.flatnonzero(ok & (length > 8))
-        if long_.shape[0]:
-            ok[long_] = _same_tail(xp, pre.data, start[long_], self.pool, self.start[idx[long_]], length[long_])
-        return xp.where(ok, res, -1)
+@K.device
+def features_text(t, data, offs, ntok, start, end, nchars, kind, status, slots, pool, mask, max_probe,
+                  is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
+    """The features of text ``t`` into row ``x[t]``: counts by one pass over its tokens, distinct words
+    through a per-text hash set in ``seen`` (the text's region of 4 slots per input byte)."""
+    width = x.shape[1]
+    for j in range(width):
+        x[t, j] = 0
+    k0 = offs[t]
+    k_end = k0 + ntok[t]
+    if status[t] != 0:
+        k_end = k0
+    # per-text set of distinct words: 2 * words slots at least (a power of two inside the text's region)
+    nw_all = 0
+    for k in range(k0, k_end):
+        if kind[k] == 0:
+            nw_all += 1
+    size = 0 if nw_all == 0 else 1  # < 4 * words: inside the text's region, never a neighbour's
+    while size < 2 * nw_all:
+        size *= 2
+    base = 4 * k0
+    for j in range(size):
+        seen[base + j] = -1
+    n_words = 0
+    n_punct = 0
+    n_distinct = 0
+    n_stop = 0
+    n_ends = 0
+    since_end = 0
+    for k in range(k0, k_end):
+        s = start[k]
+        e = end[k]
+        if kind[k] == 1:
+            n_punct += 1
+            code = punct_code(data, s, e)
+            if code == 1 or code == 2:
+                last_of_run = True
+                if k + 1 < k_end and adjacent(start, end, k, k + 1) and kind[k + 1] == 1:
+                    nxt = punct_code(data, start[k + 1], end[k + 1])
+                    last_of_run = not (nxt == 1 or nxt == 2)
+                if last_of_run and sentence_end(data, start, end, kind, nchars, k, k0, k_end, abbr, abbr_off, n_abbr):
+                    n_ends += 1
+                    since_end = 0
+            continue
+        n_words += 1
+        since_end += 1
+        h = 0x811C9DC5
+        for q in range(s, e):
+            h = fnv_step(h, int(data[q]))
+        w = find_bytes(h, data, s, e - s, 0, slots, pool, mask, max_probe)
+        if w >= 0:
+            if is_stop[w] != 0:
+                n_stop += 1
+            c = col[w]
+            if c >= 0:
+                x[t, 7 + c] += 1
+        slot = (h ^ (h >> 15)) & (size - 1)
+        while True:
+            other = seen[base + slot]
+            if other < 0:
+                seen[base + slot] = k
+                n_distinct += 1
+                break
+            if end[other] - start[other] == e - s and same_bytes(data, start[other], data, s, e - s):
+                break
+            slot = (slot + 1) & (size - 1)
+    n_sent = n_ends + (1 if since_end > 0 else 0)
+    x[t, 0] = n_words
+    x[t, 1] = n_distinct
+    x[t, 2] = n_punct
+    x[t, 3] = n_sent
+    x[t, 5] = n_stop
+    if n_sent > 0:
+        x[t, 4] = x[t, 0] / x[t, 3]
+        x[t, 6] = x[t, 5] / x[t, 3]
+    if normalize:
+        for j in range(width):
+            x[t, j] = (x[t, j] - mean[j]) / std[j]
 
 
-def _count_distinct(xp: ModuleType, data: Any, start: Any, length: Any, text: Any, skey: Any, head: Any, n: int) -> Any:
-    """Distinct words per text, exactly.
-
-    Vectorized hash grouping: every pending word writes its index into its slot, reads the winner back
-    and joins the winner's group when the winner is the same word of the same text (checked on the
-    bytes: length, first 8 bytes, and the rest byte by byte for longer words); the others probe the
-    next slot. Members of a group always move together, so each group gets exactly one leader,
-    whichever writer wins a slot (the count is the same on NumPy and CuPy).
-    """
-    m = int(start.shape[0])
-    if m == 0:
-        return xp.zeros(n, dtype=np.int64)
-    bits = max(4, (_DISTINCT_SLOTS * m - 1).bit_length())
-    size_mask = np.int64((1 << bits) - 1)
-    key = skey ^ (text.astype(np.uint64) * np.uint64(_TEXT_MIX))
-    lt = (length.astype(np.uint64) << np.uint64(32)) | text.astype(np.uint64)  # length and text in one key
-    slot = ((key * np.uint64(_SLOT_MIX)) >> np.uint64(64 - bits)).astype(np.int64)
-    table = xp.empty(1 << bits, dtype=np.int64)
-    pending = xp.arange(m, dtype=np.int64)
-    leaders = []
-    first = True
-    while pending.shape[0]:
-        s = slot if first else slot[pending]
-        table[s] = pending
-        w = table[s]
-        if first:
-            k, h, l_ = key, head, lt
-        else:
-            k, h, l_ = key[pending], head[pending], lt[pending]
-        same = (key[w] == k) & (head[w] == h) & (lt[w] == l_)
-        long_ = xp.flatnonzero(same & (w != pending) & ((l_ >> np.uint64(32)) > 8))
-        if long_.shape[0]:
-            p, q = pending[long_], w[long_]
-            same[long_] = _same_tail(xp, data, start[p], data, start[q], length[p])
-        leaders.append(pending[w == pending])
-        pending = pending[~same]
-        slot[pending] = (slot[pending] + 1) & size_mask
-        first = False
-    return bincount(xp, text[xp.concatenate(leaders)], n)
+def _features_cpu(n, data, offs, ntok, start, end, nchars, kind, status, slots, pool, mask, max_probe,
+                  is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
+    for t in prange(n):
+        features_text(t, data, offs, ntok, start, end, nchars, kind, status, slots, pool, mask, max_probe,
+                      is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
 
 
-_SLOT_MIX = 0xD6E8FEB86659FD93  # odd multiplier spreading hashes over the slots
-_K1, _K2, _K3 = 0x9FB21C651E98DF25, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9  # odd key multipliers
-_TEXT_MIX = 0x9E3779B97F4A7C15  # odd multiplier mixing the text index into a word's hash
-_MARK_LIMIT = 1 << 22  # largest (texts x table words) bitmap used to count distinct table words
-_DISTINCT_SLOTS = 2  # slots per word in the distinct-word grouping table (rounded up to a power of 2)
+def _features_gpu(n, data, offs, ntok, start, end, nchars, kind, status, slots, pool, mask, max_probe,
+                  is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        features_text(t, data, offs, ntok, start, end, nchars, kind, status, slots, pool, mask, max_probe,
+                      is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
+
+
+FEATURES = (K.cpu(_features_cpu), K.gpu(_features_gpu))
 
 
 # ------------------------------------------------------------------------------------ the features
@@ -294,6 +298,8 @@ _DISTINCT_SLOTS = 2  # slots per word in the distinct-word grouping table (round
 
 class ReadabilityFeatures:
     """Fitted readability features: corpus words, stop words and normalization (see module doc)."""
+
+    N_BASE = len(BASE_FEATURES)
 
     def __init__(
         self,
@@ -322,7 +328,7 @@ class ReadabilityFeatures:
             raise ValueError("mean must be finite and std finite and > 0")
         if len(set(self.common)) != len(self.common) or len(set(self.rare)) != len(self.rare):
             raise ValueError("the common and rare word lists must not repeat a word")
-        self._tables: dict[tuple[int, int], dict[str, Any]] = {}
+        self._tables: dict[str, dict[str, Any]] = {}
 
     # ----------------------------------------------------------------------------- properties
 
@@ -377,8 +383,6 @@ class ReadabilityFeatures:
             raise ValueError("n_common and n_rare must be >= 0")
         n_common, n_rare = int(n_common), int(n_rare)
         sw_name, sw_words = load_stopwords(stopwords)
-        from triton_textops.ops import features_dask  # noqa: PLC0415
-
         if features_dask.is_dask_collection(texts):  # corpus scale: map-reduce over the partitions
             return features_dask.fit_dask(
                 cls, texts, n_common=n_common, n_rare=n_rare, stopwords=(sw_name, sw_words),
@@ -388,24 +392,13 @@ class ReadabilityFeatures:
         total = len(texts)
         if total == 0:
             raise ValueError("cannot fit readability features on an empty corpus")
-        norm = Normalizer.get(lowercase=lowercase, xp=np)
         counts: Counter[bytes] = Counter()
         chunks: list[PreTokens] = []
-        for lo in range(0, total, _FIT_CHUNK):
-            chunk = texts[lo : lo + _FIT_CHUNK]
-            try:
-                batch = TextBatch.from_texts(chunk, np)
-            except InputError as e:  # name the row in the whole corpus, not in the chunk
-                if lo == 0:
-                    raise
-                raise _shift_row_error(e, lo) from None
-            pre = norm.pretokenize(batch)
-            raw = pre.data.tobytes()
-            word = ~pre.is_punct
-            counts.update(raw[s:e] for s, e in zip(pre.start[word].tolist(), pre.end[word].tolist()))
+        for pre in pretokenized_chunks(texts, lowercase):
+            counts.update(pre.word_bytes())
             chunks.append(pre)
             if progress is not None:
-                progress("tokenize", min(lo + _FIT_CHUNK, total), total)
+                progress("tokenize", min(len(chunks) * FIT_CHUNK, total), total)
         need = n_common + n_rare
         if len(counts) < need:
             raise ValueError(
@@ -541,184 +534,72 @@ class ReadabilityFeatures:
 
     # ----------------------------------------------------------------------------- serving
 
-    def _device_tables(self, xp: ModuleType) -> dict[str, Any]:
-        """Lookup tables and mean/std on ``xp`` (built once per array module and CUDA device)."""
-        dev = -1 if xp is np else int(xp.cuda.runtime.getDevice())
-        key = (id(xp), dev)
-        t = self._tables.get(key)
+    def _device_tables(self, device: str) -> dict[str, Any]:
+        """Lookup tables and mean/std on ``device`` (built once per device)."""
+        t = self._tables.get(device)
         if t is None:
             # one table for every word the features look up: stop words and corpus words
             vocab = _dedupe(self.stopwords + self.common + self.rare)
             pos = {w: i for i, w in enumerate(vocab)}
-            is_stop = np.zeros(len(vocab) + 1, dtype=bool)  # +1: never empty (indexed by max(hit, 0))
-            is_stop[[pos[w] for w in self.stopwords]] = True
-            col = np.full(len(vocab) + 1, -1, dtype=np.int64)
+            is_stop = np.zeros(len(vocab) + 1, dtype=np.uint8)
+            is_stop[[pos[w] for w in self.stopwords]] = 1
+            col = np.full(len(vocab) + 1, -1, dtype=np.int32)
             for j, w in enumerate(self.common + self.rare):
                 col[pos[w]] = j
-            t = {
-                "table": _WordTable(vocab, xp),
-                "is_stop": xp.asarray(is_stop),
-                "col": xp.asarray(col),
-                "mean": xp.asarray(self.mean),
-                "std": xp.asarray(self.std),
+            abbr = [a.encode() for a in ABBREVIATIONS]
+            abbr_off = np.zeros(len(abbr) + 1, dtype=np.int64)
+            abbr_off[1:] = np.cumsum([len(a) for a in abbr])
+            target, xp = target_of(device), get_xp(device)
+            table = ByteTable(pos)
+            host = {
+                "slots": table.slots, "pool": table.pool, "is_stop": is_stop, "col": col,
+                "abbr": np.frombuffer(b"".join(abbr), dtype=np.uint8).copy(), "abbr_off": abbr_off,
+                "mean": self.mean.copy(), "std": self.std.copy(),
             }
-            self._tables[key] = t
+            t = {k: K.to_device(v, target, xp) for k, v in host.items()}
+            t.update(mask=table.mask, max_probe=table.max_probe, n_abbr=len(abbr), xp=xp, target=target)
+            self._tables[device] = t
         return t
 
     def transform(self, texts: Any, *, normalize: bool = True, device: str = "cpu") -> Any:
         """Features of a batch: float32 array (n, 7 + n_common + n_rare) of the device's array module.
 
         ``texts``: list of str/bytes, NumPy object array of bytes, or a ``(data, offsets)`` pair.
-        Invalid UTF-8 raises :class:`InputError` naming the row.
-        """
-        xp = get_xp(device)
-        batch = TextBatch.from_texts(texts, xp)
-        pre = Normalizer.get(lowercase=self.lowercase, xp=xp).pretokenize(batch)
+        Invalid UTF-8 raises :class:`InputError` naming the row. Two kernel launches (stage (a), the
+        features) and one device-to-host copy (the rows' UTF-8 status)."""
+        device = resolve_device(device)
+        batch = TextBatch.from_texts(texts, get_xp(device))
+        pre = Normalizer.get(self.lowercase, device).pretokenize(batch)
         return self.transform_pretokens(pre, normalize=normalize)
 
-    def transform_pretokens(self, pre: PreTokens, *, normalize: bool = True) -> Any:
-        """Features from pre-tokens already computed (the preprocess model's one normalization pass).
+    def transform_pretokens(self, pre: PreTokens, *, normalize: bool = True, check: bool = True) -> Any:
+        """Features from stage (a)'s output (the preprocess model's one normalization pass): one launch.
 
-        ``pre`` must come from ``Normalizer.get(lowercase=self.lowercase, ...)``.
-        """
-        if getattr(pre, "lowercase", self.lowercase) != self.lowercase:
+        ``pre`` must come from ``Normalizer.get(lowercase=self.lowercase, ...)``; ``check=False`` leaves
+        its UTF-8 status to the caller (:meth:`PreTokens.check`)."""
+        if pre.lowercase != self.lowercase:
             raise ValueError("pre-tokens were normalized with another casing than the features were fitted with")
+        t = self._device_tables(_device_of(pre))
         xp = pre.xp
-        t = self._device_tables(xp)
-        x = self._raw(pre, t)
-        if normalize:
-            x = (x - t["mean"]) / t["std"]
+        x = xp.empty((pre.n, self.n_features), dtype=np.float32)
+        if pre.n:
+            seen = xp.empty(4 * int(pre.start.shape[0]), dtype=np.int32)
+            K.launch(pre.target, FEATURES, pre.n, pre.data, pre.offs, pre.ntok, pre.start, pre.end, pre.nchars,
+                     pre.kind, pre.status, t["slots"], t["pool"], t["mask"], t["max_probe"], t["is_stop"],
+                     t["col"], t["abbr"], t["abbr_off"], t["n_abbr"], seen, x, t["mean"], t["std"], normalize)
+        if check:
+            pre.check()
         return x
 
-    def _raw(self, pre: PreTokens, t: dict[str, Any]) -> Any:
-        """The raw features (float32), vectorized over all pre-tokens of the batch."""
-        xp = pre.xp
-        n = pre.n
-        n_base = len(BASE_FEATURES)
-        k_words = self.n_common + self.n_rare
-        out = xp.zeros((n, n_base + k_words), dtype=np.float32)
-        n_tok = int(pre.start.shape[0])
-        if n == 0 or n_tok == 0:
-            return out
-        offs = pre.tok_offsets
-        word = ~pre.is_punct
-        wcs = xp.zeros(n_tok + 1, dtype=np.int64)  # running count of words
-        wcs[1:] = xp.cumsum(word, dtype=np.int64)
-        n_words = wcs[offs[1:]] - wcs[offs[:-1]]
-        n_punct = (offs[1:] - offs[:-1]) - n_words
 
-        # --- words: one exact table lookup serves stop words and corpus words
-        b8 = pre.bytes8()
-        widx = xp.flatnonzero(word)
-        wtext = pre.text[widx]
-        ws, we = pre.start[widx], pre.end[widx]
-        wl = we - ws
-        head = load8(xp, b8, ws, wl)
-        skey = _span_keys(xp, b8, ws, wl, head)
-        table: _WordTable = t["table"]
-        hit = table.lookup(pre, ws, wl, skey, head)
-        fidx = xp.flatnonzero(hit >= 0)
-        ftext, fhit = wtext[fidx], hit[fidx]
-        # one bincount lays out n_stopwords (column 5) and the word counts (columns 7...) per text
-        width = n_base + k_words
-        stop_of = xp.flatnonzero(t["is_stop"][fhit])
-        col = t["col"][fhit]
-        has_col = xp.flatnonzero(col >= 0)
-        flat = xp.concatenate([ftext[stop_of] * width + 5, ftext[has_col] * width + n_base + col[has_col]])
-        out = bincount(xp, flat, n * width).reshape(n, width).astype(np.float32)
-        # distinct words: table words exactly by (text, table index), the others by byte-checked grouping
-        size = table.size
-        if n * size <= _MARK_LIMIT:
-            mark = xp.zeros(n * size, dtype=bool)
-            mark[ftext * size + fhit] = True
-            rest = xp.flatnonzero(hit < 0)
-            n_distinct = mark.reshape(n, size).sum(axis=1, dtype=np.int64) + _count_distinct(
-                xp, pre.data, ws[rest], wl[rest], wtext[rest], skey[rest], head[rest], n
-            )
-        else:
-            n_distinct = _count_distinct(xp, pre.data, ws, wl, wtext, skey, head, n)
-        n_sent = self._sentences(pre, wcs, b8)
-
-        nw = n_words.astype(np.float32)
-        ns = n_sent.astype(np.float32)
-        nst = out[:, 5]  # exact: counts below 2**24
-        has = n_sent > 0
-        den = xp.where(has, ns, np.float32(1))
-        out[:, 0] = nw
-        out[:, 1] = n_distinct.astype(np.float32)
-        out[:, 2] = n_punct.astype(np.float32)
-        out[:, 3] = ns
-        out[:, 4] = xp.where(has, nw / den, np.float32(0))
-        out[:, 6] = xp.where(has, nst / den, np.float32(0))
-        return out
-
-    @staticmethod
-    def _sentences(pre: PreTokens, wcs: Any, b8: Any) -> Any:
-        """``n_sentences`` per text (int64), by the spec's terminator-run rule.
-
-        Works on the punctuation tokens only (terminators and closing tokens are one-character
-        punctuation tokens); ``wcs`` is the running count of words over all tokens (length T+1).
-        """
-        xp = pre.xp
-        n_tok = int(pre.start.shape[0])
-        offs = pre.tok_offsets
-        p = xp.flatnonzero(pre.is_punct)
-        n_p = int(p.shape[0])
-        tail_from = offs[:-1]  # words are counted from here on when a text has no sentence end
-        if n_p:
-            text_p, st_p, en_p = pre.text[p], pre.start[p], pre.end[p]
-            pk = load8(xp, b8, st_p, en_p - st_p)
-            term = _is_any(xp, pk, _TERM_KEYS)
-            closer = _is_any(xp, pk, _CLOSE_KEYS)
-            # the next token (of any kind) is in the same text and starts where this one ends
-            nxt = xp.minimum(p + 1, n_tok - 1)
-            adj = (p + 1 < n_tok) & (pre.start[nxt] == en_p) & (pre.text[nxt] == text_p)
-            # ... and it is the next punctuation token, a terminator / a closing token
-            adj_p = xp.zeros(n_p, dtype=bool)
-            adj_p[:-1] = adj[:-1] & (p[1:] == p[:-1] + 1)
-            run_end = term & ~(adj_p & _shift_next(xp, term, False))
-            # (a) after the run and any adjacent closing tokens comes whitespace or the end of the
-            # text: follow "adjacent closer" links to the first token without one; it needs a gap.
-            stop = ~(adj_p & _shift_next(xp, closer, False))
-            stop_pos = xp.flatnonzero(stop)  # never empty: the last one has no next punctuation token
-            first_stop = xp.cumsum(stop, dtype=np.int64) - stop
-            ends = run_end & ~adj[stop_pos[first_stop]]
-            # (b) not a single '.' glued to a one-character word or an abbreviation (the word is not
-            # a terminator, so such a '.' is a run of one)
-            prv = xp.maximum(p - 1, 0)
-            glued = (p > 0) & (pre.end[prv] == st_p) & (pre.text[prv] == text_p) & ~pre.is_punct[prv]
-            cand = xp.flatnonzero(ends & glued & (pk == _TERM_KEYS[0]))
-            if cand.shape[0]:
-                prev = p[cand] - 1
-                pl = pre.end[prev] - pre.start[prev]
-                # a word of at most 8 bytes is identified by its packed bytes (abbreviations have 2-4)
-                pkey = xp.where(pl <= 4, load8(xp, b8, pre.start[prev], pl), np.uint64(0))
-                ends[cand] = ~((pre.nchars[prev] == 1) | _is_any(xp, pkey, _ABBR_KEYS))
-            e_tok, e_text = p[ends], text_p[ends]
-            n_ends = bincount(xp, e_text, pre.n)
-            if e_tok.shape[0]:
-                last = xp.ones(e_tok.shape[0], dtype=bool)
-                last[:-1] = e_text[1:] != e_text[:-1]
-                tail_from = tail_from.copy()
-                tail_from[e_text[last]] = e_tok[last] + 1
-        else:
-            n_ends = xp.zeros(pre.n, dtype=np.int64)
-        # +1 when a word comes after the last sentence end of its text
-        return n_ends + ((wcs[offs[1:]] - wcs[tail_from]) > 0)
+def _device_of(pre: PreTokens) -> str:
+    """The device name of ``pre``'s arrays ("cpu" or "cuda:N")."""
+    if pre.target == "cpu":
+        return "cpu"
+    if pre.xp is np:  # the CUDA simulator
+        return "cuda"
+    return f"cuda:{pre.data.device.id}"
 
 
 def _str_list(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(w, str) for w in v)
-
-
-def _shift_row_error(e: InputError, offset: int) -> InputError:
-    """Re-number the rows of an InputError raised for a chunk of the corpus that starts at ``offset``."""
-    rows = getattr(e, "rows", None)
-    if rows is None:
-        return InputError(f"{e} (in the chunk of texts starting at row {offset})")
-    rows = np.asarray(rows, dtype=np.int64) + offset
-    msg = str(e)
-    prefix = f"row {int(rows[0]) - offset}"
-    if msg.startswith(prefix):
-        msg = f"row {int(rows[0])}" + msg[len(prefix):]
-    return InputError(msg, rows=rows)

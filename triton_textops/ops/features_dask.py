@@ -33,8 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from triton_textops.errors import InputError
-from triton_textops.ops.text import Normalizer, TextBatch
+from triton_textops.ops.corpus import pretokenized_chunks
 
 __all__ = ["exact_sum", "fit_dask", "is_dask_collection"]
 
@@ -124,18 +123,8 @@ def _as_list(part: Any) -> list[Any]:
 
 
 def _batches(part: Any, index: int, lowercase: bool) -> Any:
-    """Pre-tokens of a partition, ``_FIT_CHUNK`` texts at a time (invalid UTF-8 names partition and row)."""
-    from triton_textops.ops.features import _FIT_CHUNK, _shift_row_error  # noqa: PLC0415
-
-    texts = _as_list(part)
-    norm = Normalizer.get(lowercase=lowercase, xp=np)
-    for lo in range(0, len(texts), _FIT_CHUNK):
-        try:
-            batch = TextBatch.from_texts(texts[lo : lo + _FIT_CHUNK], np)
-        except InputError as e:
-            shifted = _shift_row_error(e, lo) if lo else e
-            raise InputError(f"partition {index}: {shifted}", rows=getattr(shifted, "rows", None)) from None
-        yield norm.pretokenize(batch)
+    """Pre-tokens of a partition, ``FIT_CHUNK`` texts at a time (invalid UTF-8 names partition and row)."""
+    return pretokenized_chunks(_as_list(part), lowercase, where=f"partition {index}")
 
 
 # ------------------------------------------------------------------------------------ pass 1: words
@@ -145,9 +134,7 @@ def _count_words(part: Any, index: int, lowercase: bool) -> tuple[int, Counter[b
     n = 0
     counts: Counter[bytes] = Counter()
     for pre in _batches(part, index, lowercase):
-        raw = pre.data.tobytes()
-        word = ~pre.is_punct
-        counts.update(raw[s:e] for s, e in zip(pre.start[word].tolist(), pre.end[word].tolist()))
+        counts.update(pre.word_bytes())
         n += pre.n
     return n, counts
 
@@ -191,11 +178,9 @@ def _merge_hist(parts: list[tuple[Any, Any]]) -> tuple[Any, Any]:
     return keys[starts], np.add.reduceat(counts, starts)
 
 
-def _feature_histogram(part: Any, index: int, spec: dict[str, Any]) -> tuple[Any, Any]:
+def _feature_histogram(part: Any, index: int, cls: Any, spec: dict[str, Any]) -> tuple[Any, Any]:
     """Per partition: histogram of ``(feature column, float32 bits)`` over its texts' raw features."""
-    from triton_textops.ops.features import ReadabilityFeatures  # noqa: PLC0415
-
-    feats = ReadabilityFeatures.from_dict(spec, source="the fit's word lists")
+    feats = cls.from_dict(spec, source="the fit's word lists")
     col = np.arange(feats.n_features, dtype=np.uint64) << np.uint64(32)
     hists = []
     for pre in _batches(part, index, feats.lowercase):
@@ -254,8 +239,6 @@ def fit_dask(
     import dask  # noqa: PLC0415
     from dask import delayed  # noqa: PLC0415
 
-    from triton_textops.ops.features import BASE_FEATURES  # noqa: PLC0415
-
     sw_name, sw_words = stopwords
     parts = _partitions(texts)
     counted = [delayed(_count_words)(p, i, lowercase) for i, p in enumerate(parts)]
@@ -272,7 +255,7 @@ def fit_dask(
         )
     if progress is not None:
         progress("tokenize", total, total)
-    k = len(BASE_FEATURES) + need
+    k = cls.N_BASE + need
     fitted_on = {"texts": total, "words": info["words"], "distinct_words": info["distinct_words"]}
     words_only = cls(
         lowercase=lowercase,
@@ -285,7 +268,7 @@ def fit_dask(
         fitted_on=fitted_on,
     )
     spec = delayed(words_only.to_dict(), traverse=False)
-    hists = [delayed(_feature_histogram)(p, i, spec) for i, p in enumerate(parts)]
+    hists = [delayed(_feature_histogram)(p, i, cls, spec) for i, p in enumerate(parts)]
     ((keys, counts),) = dask.compute(_tree(hists, _merge_hist))
     mean, std = _moments(keys, counts, k, total)
     if progress is not None:

@@ -1,9 +1,15 @@
-"""Stage (a) of the tokenizer: UTF-8 input, BERT normalization and pre-tokenization.
+"""Stage (a) of the tokenizer: UTF-8 input, strict UTF-8 check, BERT normalization and pre-tokenization.
 
-Everything is vectorized over the whole batch and written once against ``xp`` (NumPy or CuPy), so the
-CPU and GPU paths are the same algorithm and give the same arrays. The output, :class:`PreTokens`
-(normalized bytes + token spans), feeds both WordPiece and the readability features: one pass over the
-text serves both.
+One kernel (:func:`pretokenize`), one thread per text, reads each text's bytes once: it checks the
+UTF-8, maps every code point through the normalization table, writes the normalized bytes, splits them
+into BERT pre-tokens (whitespace splits, each punctuation character is its own token) and marks the
+tokens covered by raw special tokens such as ``[CLS]``. Its output, :class:`PreTokens`, feeds both
+WordPiece (:mod:`triton_textops.ops.wordpiece`) and the readability features.
+
+Sizes are known before the launch, so no count pass is needed: a text of ``b`` input bytes yields at
+most ``expand * b`` normalized bytes (``expand``, 3 for BERT uncased, is measured from the tables) and at
+most ``b`` tokens (no code point normalizes to more than one token: checked when the tables load). Each
+text writes into its own region of those sizes; ``text_len`` and ``ntok`` say how much it used.
 
 Normalization is a per-code-point table lookup. The tables are measured on the HuggingFace oracle by
 ``scripts/gen_unicode_tables.py`` and shipped as package data; they are never rebuilt from the running
@@ -13,21 +19,26 @@ Python's ``unicodedata``.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from types import ModuleType
 from typing import Any
 
 import numpy as np
+from numba import prange
 
 from triton_textops.errors import InputError
-from triton_textops.ops.xp import bincount, device_constant, to_numpy
+from triton_textops.ops import kernels as K
+from triton_textops.ops.xp import get_xp, target_of
+
+try:
+    from numba import cuda
+except ImportError:  # pragma: no cover - numba without its CUDA target: GPU entry points never compiled
+    cuda = None
 
 WORD, SPACE, PUNCT = 0, 1, 2  # pre-tokenizer classes of a normalized code point
-
-_M64 = (1 << 64) - 1
-HASH_BASE = 0x100000001B3  # odd, so it is invertible mod 2**64 (the prefix hashes need its inverse)
-_MIX = 0xD6E8FEB86659FD93  # odd multiplier that spreads keys over hash-table slots
+NOT_SPECIAL, ABSORBED = -1, -2  # PreTokens.special: no raw special token / covered by one, not its first
+MAX_BATCH_BYTES = 1 << 29  # token positions are int32: 512 MiB of text per call at most
 
 
 # --------------------------------------------------------------------------------------------- input
@@ -46,33 +57,43 @@ class TextBatch:
         return int(self.offsets.shape[0]) - 1
 
     @classmethod
-    def from_texts(cls, texts: Any, xp: ModuleType = np, *, validate: bool = True) -> TextBatch:
+    def from_texts(cls, texts: Any, xp: ModuleType = np) -> TextBatch:
         """Build a batch from a list of str/bytes, a NumPy object array of bytes (shape [n] or [n, 1]),
-        or a ``(data uint8, offsets int n+1)`` pair already on the device.
-
-        Raises :class:`InputError` naming the first row that is not valid UTF-8.
+        or a ``(data uint8, offsets int n+1)`` pair already on the device. Bytes and offsets go to the
+        device as ONE host-to-device copy. UTF-8 is checked by the stage-(a) kernel, which names the row.
         """
+        if isinstance(texts, TextBatch):
+            return texts
         if isinstance(texts, tuple) and len(texts) == 2:
             data, offsets = xp.asarray(texts[0]), xp.asarray(texts[1])
-            if data.dtype != xp.uint8 or data.ndim != 1:
+            if data.dtype != np.uint8 or data.ndim != 1:
                 raise InputError("the byte buffer must be a 1-D uint8 array")
-            if offsets.ndim != 1 or offsets.shape[0] < 1:
+            if offsets.ndim != 1 or offsets.shape[0] < 1 or offsets.dtype.kind not in "iu":
                 raise InputError("offsets must be a 1-D integer array of n+1 entries")
-            offsets = offsets.astype(xp.int64)
-            if int(offsets[0]) != 0 or int(offsets[-1]) != data.shape[0] or bool((xp.diff(offsets) < 0).any()):
+            offsets = offsets.astype(np.int64)
+            # checked once on the host: the kernels trust offsets for their bounds
+            host = offsets if isinstance(offsets, np.ndarray) else offsets.get()
+            if host[0] != 0 or host[-1] != data.shape[0] or bool((np.diff(host) < 0).any()):
                 raise InputError("offsets must start at 0, be non-decreasing and end at len(data)")
-        else:
-            rows = _as_row_list(texts)
-            data_h, offsets_h = pack_host(rows)
-            data, offsets = xp.asarray(data_h), xp.asarray(offsets_h)
-            if all(type(t) is str for t in rows):
-                validate = False  # encoded by Python, so valid UTF-8
-        batch = cls(data, offsets, xp)
-        if validate:
-            bad = invalid_utf8_rows(batch)
-            if bad.size:
-                raise InputError(f"row {int(bad[0])}: text is not valid UTF-8", rows=bad)
-        return batch
+            if K.SIMULATOR:
+                data, offsets = data.copy(), offsets.copy()  # the simulator writes kernel arguments back
+            return cls(data, offsets, xp)
+        data_h, offsets_h = pack_host(texts)
+        return cls.upload(data_h, offsets_h, xp)
+
+    @classmethod
+    def upload(cls, data: np.ndarray, offsets: np.ndarray, xp: ModuleType) -> TextBatch:
+        """Host bytes + offsets onto ``xp``'s device as one copy (offsets first, 8-byte aligned)."""
+        if xp is np:
+            if K.SIMULATOR:
+                return cls(np.array(data, dtype=np.uint8), np.array(offsets, dtype=np.int64), xp)
+            return cls(data, offsets, xp)
+        head = offsets.shape[0] * 8
+        buf = np.empty(head + data.shape[0], dtype=np.uint8)
+        buf[:head] = offsets.astype(np.int64, copy=False).view(np.uint8)
+        buf[head:] = data
+        dev = K.to_device(buf, "cuda", xp)
+        return cls(dev[head:], dev[:head].view(np.int64), xp)
 
 
 def _as_row_list(texts: Any) -> list:
@@ -99,6 +120,8 @@ def pack_host(texts: Any) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.zeros(len(enc) + 1, dtype=np.int64)
     if enc:
         np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=offsets[1:])
+    if offsets[-1] > MAX_BATCH_BYTES:
+        raise InputError(f"a batch of {int(offsets[-1])} bytes exceeds the {MAX_BATCH_BYTES} bytes one call takes")
     return np.frombuffer(b"".join(enc), dtype=np.uint8), offsets
 
 
@@ -119,90 +142,208 @@ def _encode_rows(rows: list) -> list[bytes]:
     return enc
 
 
-def segment_of(offsets: Any, positions: Any, xp: ModuleType) -> Any:
-    """Index of the segment ``[offsets[i], offsets[i+1])`` holding each position (empty segments skipped)."""
-    return xp.searchsorted(offsets, positions, side="right") - 1
+# ------------------------------------------------------------------------------------ device code
 
 
-def invalid_utf8_rows(batch: TextBatch) -> np.ndarray:
-    """Sorted indices (host int64 array) of the rows that are not strict UTF-8 (RFC 3629).
-
-    Only the non-ASCII bytes are examined, so mostly-ASCII text costs one pass."""
-    xp, b, offs = batch.xp, batch.data, batch.offsets
-    n = b.shape[0]
-    hi = (b >= 0x80).nonzero()[0]
-    if hi.shape[0] == 0:
-        return np.zeros(0, dtype=np.int64)
-    bh = b[hi].astype(xp.int32)
-    is_lead = bh >= 0xC0
-    lead = hi[is_lead]
-    b0 = bh[is_lead]
-    need = xp.where(b0 < 0xE0, 2, xp.where(b0 < 0xF0, 3, 4))
-    bad_lead = (b0 < 0xC2) | (b0 > 0xF4)
-    row_end = offs[segment_of(offs, lead, xp) + 1]
-    bad = bad_lead | (lead + need > row_end)
-    b1 = b[xp.minimum(lead + 1, n - 1)].astype(xp.int32)
-    lo = xp.where(b0 == 0xE0, 0xA0, xp.where(b0 == 0xF0, 0x90, 0x80))
-    hi_ = xp.where(b0 == 0xED, 0x9F, xp.where(b0 == 0xF4, 0x8F, 0xBF))
-    bad |= (b1 < lo) | (b1 > hi_)
-    for k in (2, 3):
-        bk = b[xp.minimum(lead + k, n - 1)]
-        bad |= (need > k) & ((bk & 0xC0) != 0x80)
-    # continuation bytes that no valid lead claims (stray, or at the start of a row)
-    claimed = xp.zeros(n + 3, dtype=bool)
-    ok_lead, ok_need = lead[~bad], need[~bad]
-    for k in (1, 2, 3):
-        claimed[ok_lead[ok_need > k] + k] = True
-    cont = hi[~is_lead]
-    stray = cont[~claimed[cont]]
-    all_bad = xp.concatenate([lead[bad], stray])
-    if all_bad.shape[0] == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.unique(to_numpy(segment_of(offs, all_bad, xp))).astype(np.int64)
-
-
-def bytes8(xp: ModuleType, data: Any) -> Any:
-    """For every byte position ``i`` of ``data`` (and one past the end): bytes ``i .. i+7`` as a
-    little-endian uint64, zeros past the end. Any span's first 8 bytes are then one gather.
-
-    NumPy: a zero-copy view with a 1-byte stride over the zero-padded bytes; CuPy: the same values
-    computed with 8 shifts (a GPU has no unaligned 8-byte view)."""
-    n = int(data.shape[0])
-    padded = xp.zeros(n + 8, dtype=np.uint8)
-    padded[:n] = data
-    if xp is np:
-        return np.ndarray((n + 1,), dtype="<u8", buffer=padded, strides=(1,))
-    out = padded[: n + 1].astype(np.uint64)
-    for k in range(1, 8):
-        out |= padded[k : k + n + 1].astype(np.uint64) << np.uint64(8 * k)
-    return out
+@K.device
+def utf8_at(data, i, end):
+    """(code point, byte length) of the UTF-8 sequence at ``data[i]`` (``i < end``); code point -1 when
+    the bytes there are not strict UTF-8 (RFC 3629: no overlongs, surrogates or values past U+10FFFF)."""
+    b0 = int(data[i])
+    if b0 < 0x80:
+        return b0, 1
+    if b0 < 0xC2 or b0 > 0xF4:
+        return -1, 1
+    need = 4
+    lo = 0x80
+    hi = 0xBF
+    cp = b0 & 0x07
+    if b0 < 0xE0:
+        need = 2
+        cp = b0 & 0x1F
+    elif b0 < 0xF0:
+        need = 3
+        cp = b0 & 0x0F
+        if b0 == 0xE0:
+            lo = 0xA0
+        elif b0 == 0xED:
+            hi = 0x9F
+    elif b0 == 0xF0:
+        lo = 0x90
+    elif b0 == 0xF4:
+        hi = 0x8F
+    if i + need > end:
+        return -1, 1
+    b1 = int(data[i + 1])
+    if b1 < lo or b1 > hi:
+        return -1, 1
+    cp = (cp << 6) | (b1 & 0x3F)
+    for j in range(2, need):
+        bj = int(data[i + j])
+        if (bj & 0xC0) != 0x80:
+            return -1, 1
+        cp = (cp << 6) | (bj & 0x3F)
+    return cp, need
 
 
-_MASK8 = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [_M64], dtype=np.uint64)  # low k bytes set
+@K.device
+def utf8_valid(data, lo, hi):
+    """True when ``data[lo:hi]`` is strict UTF-8."""
+    i = lo
+    while i < hi:
+        if data[i] < 0x80:
+            i += 1
+            continue
+        cp, ln = utf8_at(data, i, hi)
+        if cp < 0:
+            return False
+        i += ln
+    return True
 
 
-def load8(xp: ModuleType, b8: Any, start: Any, length: Any) -> Any:
-    """First ``min(length, 8)`` bytes of each span, little-endian in a uint64 (zeros after).
+@K.device
+def special_at(data, i, end, sp_bytes, sp_off, n_sp):
+    """Index of the longest raw special token starting at ``data[i]`` (HF's leftmost-longest match), or -1."""
+    best = -1
+    best_len = 0
+    for s in range(n_sp):
+        ln = sp_off[s + 1] - sp_off[s]
+        if ln <= best_len or i + ln > end:
+            continue
+        ok = True
+        for j in range(ln):
+            if data[i + j] != sp_bytes[sp_off[s] + j]:
+                ok = False
+                break
+        if ok:
+            best = s
+            best_len = ln
+    return best
 
-    ``b8`` is :func:`bytes8` of the bytes. Normalized text never holds a NUL byte, so for spans of at
-    most 8 bytes this value alone identifies the bytes.
-    """
-    return b8[start] & device_constant(xp, "mask8", lambda: _MASK8)[xp.minimum(length, 8)]
+
+@K.device
+def pretok_text(t, data, offs, info, pool, amap, sp_first, sp_bytes, sp_off, n_sp,
+                out, expand, start, end, nchars, kind, special, text_len, ntok, status):
+    """Stage (a) for text ``t``: UTF-8 check, normalization, pre-tokens, raw special tokens."""
+    i = offs[t]
+    stop = offs[t + 1]
+    o = offs[t] * expand
+    o_cap = offs[t + 1] * expand
+    k = offs[t]  # tokens of text t live at [offs[t], offs[t] + ntok[t])
+    k_cap = offs[t + 1]
+    in_word = False
+    sp_end = -1  # raw position where the current special match ends
+    sp_idx = -1  # its index while its first token is still to come
+    while i < stop:
+        b = int(data[i])
+        if n_sp > 0 and i >= sp_end and sp_first[b] != 0:
+            m = special_at(data, i, stop, sp_bytes, sp_off, n_sp)
+            if m >= 0:
+                sp_end = i + sp_off[m + 1] - sp_off[m]
+                sp_idx = m
+        mark = NOT_SPECIAL
+        if i < sp_end:
+            mark = ABSORBED if sp_idx < 0 else sp_idx
+        if b < 0x80:  # ASCII: one table byte (0: removed)
+            ln = 1
+            nb = 1
+            src = 0
+            ob = int(amap[b])
+            if ob == 0:
+                i += 1
+                continue
+            cls = (int(info[ob]) >> 8) & 3
+        else:
+            cp, ln = utf8_at(data, i, stop)
+            if cp < 0:
+                status[t] = 1
+                text_len[t] = 0
+                ntok[t] = 0
+                return
+            inf = int(info[cp])
+            ob = -1
+            nb = inf & 0xFF
+            src = (inf >> 10) - 1  # replacement bytes in pool, or -1: the character is kept as it is
+            cls = (inf >> 8) & 3
+        # the normalized characters of this input character: 1 (ASCII, kept), or nb bytes from data or pool
+        p = 0
+        while p < nb:
+            if ob >= 0:
+                c_len = 1
+            elif src < 0:
+                c_len = nb
+            else:
+                c_cp, c_len = utf8_at(pool, src + p, src + nb)
+                cls = (int(info[c_cp]) >> 8) & 3
+            if o + c_len > o_cap or k >= k_cap:  # cannot happen with the measured bounds; never overrun
+                status[t] = 2
+                text_len[t] = 0
+                ntok[t] = 0
+                return
+            if cls == SPACE:
+                in_word = False
+            elif cls == PUNCT or not in_word:
+                start[k] = o
+                nchars[k] = 0
+                kind[k] = 1 if cls == PUNCT else 0
+                special[k] = mark
+                if mark >= 0:
+                    sp_idx = -1
+                    mark = ABSORBED
+                k += 1
+                in_word = cls != PUNCT
+            for j in range(c_len):
+                if ob >= 0:
+                    out[o] = ob
+                elif src < 0:
+                    out[o] = data[i + j]
+                else:
+                    out[o] = pool[src + p + j]
+                o += 1
+            if cls != SPACE:
+                end[k - 1] = o
+                nchars[k - 1] += 1
+            p += c_len
+        i += ln
+    text_len[t] = o - offs[t] * expand
+    ntok[t] = k - offs[t]
+    status[t] = 0
 
 
-def decode_at(data: Any, lead: Any, xp: ModuleType) -> Any:
-    """Code points (int32) of the UTF-8 sequences starting at positions ``lead`` (input already valid)."""
-    n = data.shape[0]
-    b0 = data[lead].astype(xp.int32)
+def _pretok_cpu(n, data, offs, info, pool, amap, sp_first, sp_bytes, sp_off, n_sp,
+                out, expand, start, end, nchars, kind, special, text_len, ntok, status):
+    for t in prange(n):
+        pretok_text(t, data, offs, info, pool, amap, sp_first, sp_bytes, sp_off, n_sp,
+                    out, expand, start, end, nchars, kind, special, text_len, ntok, status)
 
-    def cont(k: int) -> Any:
-        return data[xp.minimum(lead + k, n - 1)].astype(xp.int32) & 0x3F
 
-    b1, b2, b3 = cont(1), cont(2), cont(3)
-    cp2 = ((b0 & 0x1F) << 6) | b1
-    cp3 = ((b0 & 0x0F) << 12) | (b1 << 6) | b2
-    cp4 = ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3
-    return xp.where(b0 < 0x80, b0, xp.where(b0 < 0xE0, cp2, xp.where(b0 < 0xF0, cp3, cp4)))
+def _pretok_gpu(n, data, offs, info, pool, amap, sp_first, sp_bytes, sp_off, n_sp,
+                out, expand, start, end, nchars, kind, special, text_len, ntok, status):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        pretok_text(t, data, offs, info, pool, amap, sp_first, sp_bytes, sp_off, n_sp,
+                    out, expand, start, end, nchars, kind, special, text_len, ntok, status)
+
+
+PRETOKENIZE = (K.cpu(_pretok_cpu), K.gpu(_pretok_gpu))
+
+
+def _utf8_rows_cpu(n, data, offs, bad):
+    for t in prange(n):
+        bad[t] = 0 if utf8_valid(data, offs[t], offs[t + 1]) else 1
+
+
+UTF8_ROWS = K.cpu(_utf8_rows_cpu)
+
+
+def invalid_utf8_rows(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Sorted indices of the host rows ``data[offsets[i]:offsets[i+1]]`` that are not strict UTF-8 (the
+    stage-(a) kernel's check, for callers that reject bad rows before batching)."""
+    n = offsets.shape[0] - 1
+    bad = np.zeros(n, dtype=np.uint8)
+    if n:
+        K.COUNTS["launch"] += 1
+        UTF8_ROWS(n, data, offsets.astype(np.int64, copy=False), bad)
+    return bad.nonzero()[0].astype(np.int64)
 
 
 # ------------------------------------------------------------------------------------ normalization
@@ -217,457 +358,159 @@ def _host_tables() -> dict[str, np.ndarray]:
 
 @dataclass
 class PreTokens:
-    """Normalized text and its BERT pre-tokens, for a batch of ``n`` texts (arrays of ``xp``)."""
+    """Normalized text and its BERT pre-tokens for ``n`` texts (arrays of ``xp``, on the batch's device).
+
+    Text ``t`` owns the normalized bytes ``data[expand * offs[t] : expand * offs[t] + text_len[t]]`` and the tokens
+    ``offs[t] .. offs[t] + ntok[t] - 1`` (``offs``: the input offsets; regions are sized by the bounds in
+    the module docstring). A token's ``start``/``end`` index ``data``; ``kind`` is 1 for a one-character
+    punctuation token, 0 for a word; ``special`` is the index of the raw special token whose first token
+    it is, ``-2`` for the other tokens such a match covers, ``-1`` otherwise. ``status`` is 0 for a valid
+    text, 1 for invalid UTF-8."""
 
     xp: ModuleType
+    target: str
     n: int
-    data: Any  # uint8: normalized UTF-8 bytes of all texts, concatenated
-    text_offsets: Any  # int64 (n+1): byte range of each text in ``data``
-    start: Any  # int64 per token: first byte in ``data``
-    end: Any  # int64 per token: one past the last byte
-    nchars: Any  # int64 per token: number of code points
-    text: Any  # int64 per token: index of its text
-    tok_offsets: Any  # int64 (n+1): token range of each text
-    is_punct: Any  # bool per token: a one-character punctuation token
-    special: Any = None  # int64 per token: index of a raw special token (-1 none, -2 absorbed); None: none in the batch
-    lowercase: bool = True  # the casing the text was normalized with
-    _prefix: dict = field(default_factory=dict, repr=False)
+    data: Any
+    expand: int
+    text_len: Any
+    offs: Any
+    ntok: Any
+    start: Any
+    end: Any
+    nchars: Any
+    kind: Any
+    special: Any
+    status: Any
+    lowercase: bool = True
 
-    def bytes8(self) -> Any:
-        """:func:`bytes8` of ``data`` (the 8 bytes at every position), computed once."""
-        if "bytes8" not in self._prefix:
-            self._prefix["bytes8"] = bytes8(self.xp, self.data)
-        return self._prefix["bytes8"]
+    def check(self) -> None:
+        """Raise :class:`InputError` naming the first invalid row (copies the status to the host once)."""
+        st = K.to_host(self.status, self.target)
+        raise_bad_rows(st)
 
-    def prefix_hash(self) -> tuple[Any, Any]:
-        """(P, powB) prefix arrays of the polynomial span hash over ``data`` (computed once, cached)."""
-        if "hash" not in self._prefix:
-            self._prefix["hash"] = _prefix_arrays(self.data, HASH_BASE, self.xp)
-        return self._prefix["hash"]
+    def token_index(self) -> np.ndarray:
+        """Host indices of every token in use, text by text (the regions' used parts, in order)."""
+        offs = K.to_host(self.offs, self.target)[:-1]
+        cnt = K.to_host(self.ntok, self.target)
+        ends = np.cumsum(cnt)
+        return np.repeat(offs - (ends - cnt), cnt) + np.arange(int(ends[-1]) if cnt.shape[0] else 0)
+
+    def word_bytes(self) -> list[bytes]:
+        """Normalized bytes of every word token (not punctuation), text by text: what fitting counts."""
+        idx = self.token_index()
+        kind = K.to_host(self.kind, self.target)[idx]
+        keep = idx[kind == 0]
+        raw = K.to_host(self.data, self.target).tobytes()
+        start, end = K.to_host(self.start, self.target), K.to_host(self.end, self.target)
+        return [raw[s:e] for s, e in zip(start[keep].tolist(), end[keep].tolist())]
+
+    def tokens(self, t: int) -> list[bytes]:
+        """Normalized bytes of text ``t``'s tokens (a host-side aid for tests and debugging)."""
+        h = {f: K.to_host(getattr(self, f), self.target) for f in ("data", "offs", "ntok", "start", "end")}
+        lo = int(h["offs"][t])
+        return [h["data"][h["start"][k] : h["end"][k]].tobytes() for k in range(lo, lo + int(h["ntok"][t]))]
+
+
+def raise_bad_rows(status: np.ndarray) -> None:
+    """Raise :class:`InputError` for the rows whose stage-(a) status is not 0."""
+    bad = status.nonzero()[0]
+    if bad.shape[0]:
+        r = int(bad[0])
+        why = "text is not valid UTF-8" if status[r] == 1 else "internal size bound exceeded"
+        raise InputError(f"row {r}: {why}", rows=bad.astype(np.int64))
 
 
 class Normalizer:
-    """BERT normalizer + pre-tokenizer for one casing on one array module."""
+    """BERT normalizer + pre-tokenizer tables for one casing, on one device."""
 
-    def __init__(self, lowercase: bool, xp: ModuleType = np) -> None:
+    def __init__(self, lowercase: bool, device: str = "cpu") -> None:
         t = _host_tables()
         key = "uncased" if lowercase else "cased"
         self.lowercase = lowercase
-        self.xp = xp
-        self.out_len = xp.asarray(t[f"{key}_len"].astype(np.int64))
-        self.out_off = xp.asarray(t[f"{key}_off"].astype(np.int64))
-        self.pool = xp.asarray(t[f"{key}_pool"])
-        self.pclass = xp.asarray(t["pretok_class"])
-        # ASCII fast path: every ASCII code point maps to at most one ASCII byte (checked here)
-        a_len, a_off = t[f"{key}_len"][:128], t[f"{key}_off"][:128]
-        a_byte = np.arange(128, dtype=np.uint8)
-        repl = a_off >= 0
-        a_byte[repl & (a_len == 1)] = t[f"{key}_pool"][a_off[repl & (a_len == 1)]]
-        if a_len.max() > 1 or (a_byte >= 0x80).any():
-            raise RuntimeError("unicode tables: an ASCII code point maps to more than one ASCII byte")
-        # 256-entry byte tables: ASCII bytes mapped; bytes >= 0x80 kept (handled per character)
-        self.len256 = xp.asarray(np.concatenate([a_len, np.ones(128, dtype=np.uint8)]))
-        self.byte256 = xp.asarray(np.concatenate([a_byte, np.arange(128, 256, dtype=np.uint8)]))
-        self.class256 = xp.asarray(np.concatenate([t["pretok_class"][:128], np.zeros(128, dtype=np.uint8)]))
+        self.device = device
+        self.target = target_of(device)
+        self.xp = get_xp(device)
+        out_len = t[f"{key}_len"].astype(np.int64)
+        out_off = t[f"{key}_off"].astype(np.int64)
+        pool = t[f"{key}_pool"]
+        cls = t["pretok_class"].astype(np.int64)
+        self.expand = _expansion(out_len)
+        _check_one_token_per_char(out_len, out_off, pool, cls)
+        # one int32 per code point: output length | pre-tokenizer class << 8 | (pool offset + 1) << 10
+        info = out_len | (cls << 8) | ((out_off + 1) << 10)
+        if info.max() >= 1 << 31:
+            raise RuntimeError("unicode tables: pool offsets too large for the packed table")
+        amap = np.zeros(128, dtype=np.uint8)  # ASCII: the normalized byte, 0 when the character is removed
+        for b in range(128):
+            if out_len[b] == 1:
+                amap[b] = b if out_off[b] < 0 else pool[out_off[b]]
+            elif out_len[b] > 1:
+                raise RuntimeError("unicode tables: an ASCII code point maps to more than one byte")
+        if amap[0] != 0 or (amap[1:][out_len[1:128] == 1] >= 0x80).any():
+            raise RuntimeError("unicode tables: ASCII must map to ASCII")
+        self._host = {"info": info.astype(np.int32), "pool": np.ascontiguousarray(pool), "amap": amap}
+        self.tables = {k: K.to_device(v, self.target, self.xp) for k, v in self._host.items()}
 
     @classmethod
-    def get(cls, lowercase: bool = True, xp: ModuleType = np) -> Normalizer:
-        """Cached instance per (casing, array module, current CUDA device)."""
-        dev = -1
-        if xp is not np:
-            dev = xp.cuda.runtime.getDevice()
-        return _normalizer(lowercase, xp, dev)
-
-    def normalize(self, batch: TextBatch) -> tuple[Any, Any, Any]:
-        """Normalized bytes, their per-text offsets (n+1), and for every input byte the output position
-        of its character (n_bytes+1 entries; what raw positions map to).
-
-        ASCII bytes go through a 256-entry slice of the table; only the (sparse) non-ASCII characters
-        are decoded. When no character changes its byte length (the usual case for prose) output
-        positions equal input positions and the text is mapped in place, with no prefix sum or scatter."""
-        xp = self.xp
-        data, offs = batch.data, batch.offsets
-        nb = data.shape[0]
-        blen = self.len256.take(data)  # ASCII: 0 (removed) or 1; bytes >= 0x80: 1 (placeholder)
-        lead = (data >= 0xC0).nonzero()[0]  # non-ASCII characters (input is valid UTF-8)
-        if lead.shape[0]:
-            cps = decode_at(data, lead, xp)
-            ln = self.out_len[cps]
-            b0 = data[lead]
-            same_len = bool((ln == xp.where(b0 < 0xE0, 2, xp.where(b0 < 0xF0, 3, 4))).all())
-        else:  # ASCII only: nothing to decode
-            cps = ln = lead
-            same_len = True
-        if nb == 0 or (same_len and bool(blen.all())):
-            out = self.byte256.take(data)  # take: NumPy gathers by uint8 index ~2x faster than []
-            out_pos = xp.arange(nb + 1, dtype=xp.int64)
-            if lead.shape[0]:
-                self._write_replacements(out, out_pos, data, lead, cps, ln, only_replaced=True)
-            return out, offs, out_pos
-        blen = xp.where(data < 0x80, blen, 0).astype(xp.int64)
-        keep = blen.nonzero()[0]
-        blen[lead] = ln
-        out_end = xp.cumsum(blen)
-        total = int(out_end[-1])
-        out_pos = xp.empty(nb + 1, dtype=xp.int64)
-        out_pos[:nb] = out_end - blen
-        out_pos[nb] = total
-        out = xp.empty(total, dtype=xp.uint8)
-        out[out_pos[keep]] = self.byte256[data[keep]]
-        self._write_replacements(out, out_pos, data, lead, cps, ln, only_replaced=False)
-        return out, out_pos[offs], out_pos
-
-    def _write_replacements(
-        self, out: Any, out_pos: Any, data: Any, lead: Any, cps: Any, ln: Any, *, only_replaced: bool
-    ) -> None:
-        """Write the output bytes of the non-ASCII characters at ``lead`` (their own bytes, or their
-        replacement from the pool); with ``only_replaced`` the identity ones are already in place."""
-        xp = self.xp
-        o = self.out_off[cps]
-        if only_replaced:
-            sel = (o >= 0).nonzero()[0]
-            lead, o, ln = lead[sel], o[sel], ln[sel]
-        if lead.shape[0] == 0:
-            return
-        width = int(ln.max())
-        if width == 0:
-            return
-        j = xp.arange(width, dtype=xp.int64)
-        inside = j[None, :] < ln[:, None]
-        ident = (o < 0)[:, None]
-        src_in = xp.where(inside & ident, lead[:, None] + j[None, :], 0)
-        src_pool = xp.where(inside & ~ident, o[:, None] + j[None, :], 0)
-        val = xp.where(ident, data[src_in], self.pool[src_pool])
-        dst = out_pos[lead][:, None] + j[None, :]
-        out[dst[inside]] = val[inside]
+    def get(cls, lowercase: bool = True, device: str = "cpu") -> Normalizer:
+        """Cached instance per (casing, device)."""
+        return _normalizer(lowercase, device)
 
     def pretokenize(self, batch: TextBatch, specials: list[bytes] | None = None) -> PreTokens:
-        """Normalize and pre-tokenize a batch; ``specials`` are raw strings matched before normalization
-        (HF added special tokens such as ``[CLS]``), reported per token in ``PreTokens.special``.
-
-        Works on bytes: a continuation byte carries the class of its character, so a token starts at a
-        lead byte and ends at a character's last byte."""
-        xp = self.xp
-        out, text_offsets, out_pos = self.normalize(batch)
-        total = out.shape[0]
-        cls = self.class256.take(out)  # ASCII classes; non-ASCII bytes patched below
-        hi = (out >= 0x80).nonzero()[0]
-        ascii_only = hi.shape[0] == 0
-        if not ascii_only:
-            is_lead_hi = out[hi] >= 0xC0
-            lead_hi = hi[is_lead_hi]
-            lead_cls = self.pclass[decode_at(out, lead_hi, xp)]
-            cls[hi] = lead_cls[xp.cumsum(is_lead_hi) - 1]
-        brk = xp.ones(total + 2, dtype=bool)  # brk[i + 1]: byte i is no word byte; the ends break too
-        brk[1:-1] = cls != WORD
-        prev_break, next_break = brk[:-2], brk[2:]
-        if batch.n > 1:  # where two texts meet, one token ends and the next starts
-            boundary = xp.zeros(total + 1, dtype=bool)
-            boundary[text_offsets] = True
-            prev_break, next_break = prev_break | boundary[:total], next_break | boundary[1:]
-        not_space = cls != SPACE
-        is_p = cls == PUNCT
-        start_mask = not_space & (is_p | prev_break)
-        end_mask = not_space & (is_p | next_break)
-        if ascii_only:  # every byte is a character
-            first, last = start_mask.nonzero()[0], end_mask.nonzero()[0]
-            nchars = last - first + 1
-        else:
-            is_lead = (out & 0xC0) != 0x80
-            char_end = xp.ones(total, dtype=bool)
-            char_end[:-1] = is_lead[1:]
-            first = (is_lead & start_mask).nonzero()[0]
-            last = (char_end & end_mask).nonzero()[0]
-            nlead = xp.cumsum(is_lead, dtype=xp.int64)
-            nchars = nlead[last] - nlead[first] + 1
-        # each text's first token, then each token's text: a marker per text start, summed (cheaper
-        # than a binary search per token)
-        tok_offsets = xp.searchsorted(first, text_offsets, side="left")
-        tok_text = xp.cumsum(bincount(xp, tok_offsets[1:-1], first.shape[0] + 1))[: first.shape[0]]
-        pre = PreTokens(
-            xp=xp,
-            n=batch.n,
-            data=out,
-            text_offsets=text_offsets,
-            start=first,
-            end=last + 1,
-            nchars=nchars,
-            text=tok_text,
-            tok_offsets=tok_offsets,
-            is_punct=is_p[first],
-            lowercase=self.lowercase,
-        )
-        if specials:
-            pre.special = self._mark_specials(batch, pre, specials, out_pos)
-        return pre
-
-    def _mark_specials(self, batch: TextBatch, pre: PreTokens, specials: list[bytes], out_pos: Any) -> Any:
-        """Tokens covered by a raw occurrence of a special string: the first gets its index, the rest -2
-        (-1: not covered); None when the batch holds no special string."""
-        xp = self.xp
-        data, offs = batch.data, batch.offsets
-        n_in = data.shape[0]
-        ntok = pre.start.shape[0]
-        firsts = _first_bytes(tuple(specials))
-        starts_one = data == firsts[0][0]  # a handful of first bytes ("[" for BERT): cheaper than isin
-        for f in firsts[1:]:
-            starts_one |= data == f[0]
-        cand = starts_one.nonzero()[0]
-        if cand.size == 0 or ntok == 0:
-            return None
-        special = xp.full(ntok, -1, dtype=xp.int64)
-        row_end = offs[segment_of(offs, cand, xp) + 1]
-        which = xp.full(cand.shape, -1, dtype=xp.int64)
-        length = xp.zeros(cand.shape, dtype=xp.int64)
-        # leftmost-longest: try longer strings first so a longer match wins at the same position
-        for j in sorted(range(len(specials)), key=lambda i: -len(specials[i])):
-            s = specials[j]
-            ok = (which < 0) & (cand + len(s) <= row_end)
-            for k, byte in enumerate(s):
-                ok &= data[xp.minimum(cand + k, n_in - 1)] == byte
-            which = xp.where(ok, j, which)
-            length = xp.where(ok, len(s), length)
-        hit = (which >= 0).nonzero()[0]
-        if hit.size == 0:
-            return None
-        pos, which, length = cand[hit], which[hit], length[hit]
-        # drop matches overlapping an earlier match (leftmost wins)
-        keep = xp.asarray(_non_overlapping(to_numpy(pos), to_numpy(length)))
-        pos, which, length = pos[keep], which[keep], length[keep]
-        o_s, o_e = out_pos[pos], out_pos[pos + length]
-        t_first = xp.searchsorted(pre.start, o_s, side="left")
-        t_last = xp.searchsorted(pre.start, o_e, side="left")
-        has = t_first < t_last
-        t_first, t_last, which = t_first[has], t_last[has], which[has]
-        plus = xp.zeros(ntok + 1, dtype=xp.int64)
-        minus = xp.zeros(ntok + 1, dtype=xp.int64)
-        plus[t_first + 1] = 1
-        minus[t_last] = 1
-        absorbed = xp.cumsum(plus - minus)[:ntok] > 0
-        special[absorbed] = -2
-        special[t_first] = which
-        return special
+        """Stage (a) of a batch in one kernel launch; ``specials`` are raw strings matched before
+        normalization (HF's added special tokens such as ``[CLS]``). Never raises for bad rows:
+        ``PreTokens.status`` says which rows are not UTF-8 (:meth:`PreTokens.check`)."""
+        xp, target = self.xp, self.target
+        n = batch.n
+        nb = int(batch.data.shape[0])
+        sp = _special_tables(tuple(specials or ()), self.target, self.device)
+        out = xp.empty(self.expand * nb, dtype=np.uint8)
+        tok = {f: xp.empty(nb, dtype=dt) for f, dt in
+               (("start", np.int32), ("end", np.int32), ("nchars", np.int32), ("kind", np.int8), ("special", np.int8))}
+        text_len = xp.empty(n, dtype=np.int64)
+        ntok = xp.empty(n, dtype=np.int64)
+        status = xp.empty(n, dtype=np.int8)
+        if n:
+            tb = self.tables
+            K.launch(target, PRETOKENIZE, n, batch.data, batch.offsets, tb["info"], tb["pool"], tb["amap"],
+                     sp[0], sp[1], sp[2], len(specials or ()), out, self.expand, tok["start"], tok["end"],
+                     tok["nchars"], tok["kind"], tok["special"], text_len, ntok, status)
+        return PreTokens(xp=xp, target=target, n=n, data=out, expand=self.expand, text_len=text_len,
+                         offs=batch.offsets, ntok=ntok, status=status, lowercase=self.lowercase, **tok)
 
 
-@functools.lru_cache(maxsize=8)
-def _first_bytes(specials: tuple[bytes, ...]) -> list[bytes]:
-    return sorted({s[:1] for s in specials})
+def _expansion(out_len: np.ndarray) -> int:
+    """The largest ratio (rounded up) of normalized to input UTF-8 bytes over all code points."""
+    cp = np.arange(out_len.shape[0])
+    in_len = np.where(cp < 0x80, 1, np.where(cp < 0x800, 2, np.where(cp < 0x10000, 3, 4)))
+    return max(1, int(np.ceil(out_len / in_len).max()))
 
 
-def _non_overlapping(pos: np.ndarray, length: np.ndarray) -> np.ndarray:
-    keep = np.ones(pos.shape[0], dtype=bool)
-    end = -1
-    for i in range(pos.shape[0]):  # matches are rare (only at special-string first bytes)
-        if pos[i] < end:
-            keep[i] = False
-        else:
-            end = pos[i] + length[i]
-    return keep
+def _check_one_token_per_char(out_len: np.ndarray, out_off: np.ndarray, pool: np.ndarray, cls: np.ndarray) -> None:
+    """The token regions hold one token per input byte: true when no code point normalizes to more than
+    one pre-token (a replacement holds at most one punctuation character or one run of word characters)."""
+    rep = np.unique(np.stack([out_off, out_len])[:, out_off >= 0], axis=1)
+    for off, ln in rep.T:
+        s = pool[off : off + ln].tobytes().decode("utf-8")
+        c = [int(cls[ord(ch)]) for ch in s]
+        toks = sum(1 for j, x in enumerate(c) if x == PUNCT or (x == WORD and (j == 0 or c[j - 1] != WORD)))
+        if toks > 1:
+            raise RuntimeError(f"unicode tables: {s!r} normalizes to {toks} pre-tokens")
+
+
+@functools.lru_cache(maxsize=32)
+def _special_tables(specials: tuple[bytes, ...], target: str, device: str) -> tuple[Any, Any, Any]:
+    """(first-byte flags [256], concatenated bytes, offsets) of the raw special strings, on the device."""
+    first = np.zeros(256, dtype=np.uint8)
+    for s in specials:
+        first[s[0]] = 1
+    data = np.frombuffer(b"".join(specials) or b"\0", dtype=np.uint8).copy()
+    off = np.zeros(len(specials) + 1, dtype=np.int64)
+    off[1:] = np.cumsum([len(s) for s in specials])
+    xp = get_xp(device)
+    return tuple(K.to_device(a, target, xp) for a in (first, data, off))
 
 
 @functools.lru_cache(maxsize=16)
-def _normalizer(lowercase: bool, xp: ModuleType, device: int) -> Normalizer:
-    return Normalizer(lowercase, xp)
-
-
-# ------------------------------------------------------------------------------------------ hashing
-
-
-def hash_bytes(s: bytes) -> int:
-    """The polynomial hash of ``s`` (mod 2**64) that the vectorized span hashes reproduce."""
-    h = 0
-    for c in s:
-        h = (h * HASH_BASE + c) & _M64
-    return h
-
-
-_POW_CACHE: dict[tuple, tuple[Any, Any]] = {}
-
-
-def _powers(base: int, n: int, xp: ModuleType) -> tuple[Any, Any]:
-    """(base^k, base^-k) mod 2**64 for k <= n, cached per module/device and grown by doubling."""
-    dev = xp.cuda.runtime.getDevice() if xp is not np else -1
-    key = (xp.__name__, dev, base)
-    have = _POW_CACHE.get(key)
-    if have is None or have[0].shape[0] <= n:
-        size = max(n + 1, 2 * (have[0].shape[0] if have else 0), 1 << 16)
-        out = []
-        for b in (base, pow(base, -1, 1 << 64)):
-            pw = np.full(size, np.uint64(b), dtype=np.uint64)  # built on the host: exact uint64 wrap-around
-            pw[0] = 1
-            out.append(xp.asarray(np.cumprod(pw, dtype=np.uint64)))
-        have = _POW_CACHE[key] = (out[0], out[1])
-    return have
-
-
-def _prefix_arrays(data: Any, base: int, xp: ModuleType) -> tuple[Any, Any]:
-    """P[m] = sum_{k<m} b_k * base^-k and powB[k] = base^k, all mod 2**64 (uint64 wraps)."""
-    n = data.shape[0]
-    pw, pinv = _powers(base, n, xp)
-    p = xp.zeros(n + 1, dtype=xp.uint64)
-    p[1:] = xp.cumsum(data * pinv[:n], dtype=xp.uint64)
-    return p, pw
-
-
-def span_hash(pre: PreTokens, start: Any, end: Any) -> Any:
-    """Hash of each byte span ``data[start:end]`` (non-empty spans), equal to :func:`hash_bytes`."""
-    p, pw = pre.prefix_hash()
-    return (p[end] - p[start]) * pw[end - 1]
-
-
-_KEY, _VAL, _LEN, _HEAD, _PLEN, _PHEAD, _ENT = range(7)  # columns of a ByteTable slot record (8 int64)
-
-
-class ByteTable:
-    """Exact lookup of byte strings by span: a cuckoo hash table (two fixed probes) whose hits are verified
-    on the bytes (8 at a time), so a hash collision can never produce a wrong answer.
-
-    Each slot is one 64-byte record (key, value, length and first 8 bytes of the string, the same for the
-    string without ``prefix``, entry index), so a probe costs one cache line: at a batch of one the
-    lookups are bound by memory latency, not arithmetic. Queries may carry ``prefix`` (WordPiece's
-    ``##``): their spans are then compared with the strings minus the prefix."""
-
-    def __init__(
-        self, strings: list[bytes], xp: ModuleType = np, values: list[int] | None = None, *, prefix: bytes = b""
-    ) -> None:
-        n = len(strings)
-        vals = np.asarray(list(range(n)) if values is None else values, dtype=np.int64)
-        self.xp = xp
-        self.strings = list(strings)
-        self.max_len = max((len(s) for s in strings), default=0)
-        keys = [hash_bytes(s) for s in strings]
-        if len(set(keys)) != len(keys):
-            dup = len(keys) - len(set(keys))
-            raise ValueError(f"ByteTable: {dup} duplicate strings (or a 64-bit collision) in the input")
-        bits = max(3, (max(n, 1) * 2 - 1).bit_length())
-        while (slots := _build_cuckoo(keys, bits)) is None:
-            bits += 1
-        self.bits = bits
-        # entries 0..n-1: the strings; n..2n-1: the strings without the prefix (length -1 when they lack it)
-        starts_p = [st.startswith(prefix) for st in strings]
-        entries = self.strings + [st[len(prefix) :] if ok else b"" for st, ok in zip(strings, starts_p)]
-        lens = np.array([len(st) for st in entries], dtype=np.int64)
-        lens[n:][~np.array(starts_p, dtype=bool)] = -1
-        starts = np.zeros(2 * n + 1, dtype=np.int64)
-        np.cumsum(lens.clip(0), out=starts[1:])
-        b8 = bytes8(np, np.frombuffer(b"".join(entries), dtype=np.uint8))
-        width = max(1, (self.max_len + 7) // 8)
-        cols = [
-            load8(np, b8, np.minimum(starts[:-1] + 8 * k, starts[-1]), np.clip(lens - 8 * k, 0, 8)).view(np.int64)
-            for k in range(width)
-        ]
-        slot_key, slot_idx = slots
-        rec = np.zeros((1 << bits, 8), dtype=np.int64)
-        rec[:, _KEY] = slot_key.view(np.int64)
-        rec[:, [_VAL, _LEN, _PLEN]] = -1
-        full = (slot_idx >= 0).nonzero()[0]
-        i = slot_idx[full]
-        rec[full, _VAL] = vals[i]
-        rec[full, _LEN], rec[full, _HEAD] = lens[i], cols[0][i]
-        rec[full, _PLEN], rec[full, _PHEAD] = lens[n + i], cols[0][n + i]
-        rec[full, _ENT] = i
-        self.rec = _aligned_rows(xp, rec)
-        self._col = [self.rec[:, c] for c in range(8)]
-        # the keys again, packed (512 KB for BERT's vocabulary: L2-resident), so that a probe that
-        # misses (most of WordPiece's candidate spans) never touches a record
-        self.slot_key = xp.ascontiguousarray(self._col[_KEY]).view(np.uint64)
-        self._probe = (np.uint64(_CUCKOO_MIX[0]), np.uint64(_CUCKOO_MIX[1]), np.uint64(64 - bits))
-        self.cols = [xp.asarray(c) for c in cols]  # bytes 8k.. of every entry, for the longer strings
-
-    def find(self, keys: Any, data: Any, start: Any, length: Any, with_prefix: Any = None, *, b8: Any = None) -> Any:
-        """Value of the string equal to ``data[start:start+length]`` for each query (``prefix`` + those
-        bytes where ``with_prefix``: None = no query, True = every query, or a bool per query), else -1.
-        ``keys`` are the queries' :func:`hash_bytes` of the full string; ``b8`` is :func:`bytes8` of
-        ``data`` (computed when omitted)."""
-        xp = self.xp
-        nq = keys.shape[0]
-        if nq == 0 or not self.strings:
-            return xp.full(nq, -1, dtype=xp.int64)
-        if b8 is None:
-            b8 = bytes8(xp, data)
-        ln = length if hasattr(length, "shape") and length.shape else xp.full(nq, int(length), dtype=xp.int64)
-        mix1, mix2, shift = self._probe
-        s1 = ((keys * mix1) >> shift).view(np.int64)
-        s2 = ((keys * mix2) >> shift).view(np.int64)
-        m1 = self.slot_key[s1] == keys
-        m2 = self.slot_key[s2] == keys  # an empty slot holds a key no string has
-        # the matching probe's record; a miss reads slot 0's (cached) record instead of a cold line,
-        # whose bytes cannot equal the query's (that string's key would have matched one of the probes)
-        slot = xp.where(m1, s1, s2 * m2)
-        col = self._col  # per-field views of the records: each gather reads the line the key probe loaded
-        if with_prefix is None:
-            want_len, want_head = col[_LEN][slot], col[_HEAD][slot]
-        elif with_prefix is True:
-            want_len, want_head = col[_PLEN][slot], col[_PHEAD][slot]
-        else:
-            want_len = xp.where(with_prefix, col[_PLEN][slot], col[_LEN][slot])
-            want_head = xp.where(with_prefix, col[_PHEAD][slot], col[_HEAD][slot])
-        # same length, so equal bytes <=> equal zero-padded 8-byte words; the words past the first only
-        # for the (few) candidates still equal and longer than 8k bytes
-        ok = (want_len == ln) & (load8(xp, b8, start, ln).view(np.int64) == want_head)
-        for j in range(1, len(self.cols)):
-            more = (ok & (ln > 8 * j)).nonzero()[0]
-            if more.shape[0] == 0:
-                break
-            ent = col[_ENT][slot[more]]
-            if with_prefix is True:
-                ent = ent + len(self.strings)
-            elif with_prefix is not None:
-                ent = ent + with_prefix[more] * len(self.strings)
-            got = load8(xp, b8, start[more] + 8 * j, ln[more] - 8 * j).view(np.int64)
-            ok[more] = got == self.cols[j][ent]
-        return xp.where(ok, col[_VAL][slot], -1)
-
-    def lookup(self, pre: PreTokens, start: Any = None, end: Any = None) -> Any:
-        """Value of each span of ``pre.data`` (default: every pre-token) in the table, or -1."""
-        xp = self.xp
-        start = pre.start if start is None else start
-        end = pre.end if end is None else end
-        res = xp.full(start.shape[0], -1, dtype=xp.int64)
-        ok = ((end > start) & (end - start <= self.max_len)).nonzero()[0]
-        if ok.size:
-            s, e = start[ok], end[ok]
-            res[ok] = self.find(span_hash(pre, s, e), pre.data, s, e - s, b8=pre.bytes8())
-        return res
-
-
-def _aligned_rows(xp: ModuleType, rec: np.ndarray) -> Any:
-    """``rec`` (rows of 64 bytes) on the device, each row inside one cache line (NumPy aligns to 16)."""
-    if xp is not np:
-        return xp.asarray(rec)  # device allocations are 256-byte aligned
-    buf = np.empty(rec.size + 8, dtype=np.int64)
-    skip = (-buf.ctypes.data % 64) // 8
-    out = buf[skip : skip + rec.size].reshape(rec.shape)
-    out[...] = rec
-    return out
-
-
-_CUCKOO_MIX = (_MIX, 0x9FB21C651E98DF25)  # the two slot functions of the cuckoo table
-
-
-def _build_cuckoo(keys: list[int], bits: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """Cuckoo hash table (two slot functions) of distinct uint64 keys, or None when it does not fit."""
-    size = 1 << bits
-    slot_key = np.zeros(size, dtype=np.uint64)
-    slot_idx = np.full(size, -1, dtype=np.int64)
-    karr = np.asarray(keys, dtype=np.uint64)
-    homes = [((karr * np.uint64(m)) >> np.uint64(64 - bits)).astype(np.int64) for m in _CUCKOO_MIX]
-    for i in range(len(keys)):
-        item, side = i, 0
-        for _ in range(64):
-            slot = int(homes[side][item])
-            if slot_idx[slot] < 0:
-                slot_key[slot], slot_idx[slot] = karr[item], item
-                break
-            other = int(slot_idx[slot])  # evict it to its other slot
-            slot_key[slot], slot_idx[slot] = karr[item], item
-            item = other
-            side = 1 if int(homes[0][item]) == slot else 0
-        else:
-            return None
-    taken = set(keys)
-    empty = 0
-    while empty in taken:  # a key no string has marks the empty slots: a probe needs no emptiness test
-        empty += 1
-    slot_key[slot_idx < 0] = np.uint64(empty)
-    return slot_key, slot_idx
+def _normalizer(lowercase: bool, device: str) -> Normalizer:
+    return Normalizer(lowercase, device)

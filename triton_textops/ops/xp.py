@@ -27,18 +27,34 @@ def _cupy() -> ModuleType | None:
         return None
 
 
+def simulated() -> bool:
+    """True under numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``): "cuda" runs the GPU kernels on the
+    CPU with NumPy arrays, so a machine without a GPU can check the GPU code's output."""
+    import numba  # noqa: PLC0415
+
+    return bool(numba.config.ENABLE_CUDASIM)
+
+
 def gpu_available() -> bool:
-    """True when CuPy imports and sees at least one CUDA device."""
-    return _cupy() is not None
+    """True when CuPy imports and sees at least one CUDA device (or the CUDA simulator is on)."""
+    return simulated() or _cupy() is not None
+
+
+def target_of(device: Device) -> str:
+    """The kernel target of a device: "cpu" or "cuda" (after resolving "auto")."""
+    return "cpu" if resolve_device(device) == "cpu" else "cuda"
 
 
 def get_xp(device: Device = "cpu") -> ModuleType:
-    """Return the array module for ``device`` ("cpu", "cuda", "cuda:N" or "auto")."""
+    """Return the array module for ``device`` ("cpu", "cuda", "cuda:N" or "auto"); NumPy for "cuda" in
+    the CUDA simulator."""
     if device == "cpu":
         return np
     if device == "auto":
-        return _cupy() or np
+        return np if simulated() else (_cupy() or np)
     if device == "cuda" or device.startswith("cuda:"):
+        if simulated():
+            return np
         cp = _cupy()
         if cp is None:
             raise RuntimeError(
@@ -107,17 +123,3 @@ def bincount(xp: ModuleType, x: Any, size: int) -> Any:
     if x.shape[0] == 0:
         return xp.zeros(size, dtype=np.int64)
     return xp.bincount(x, minlength=size).astype(np.int64, copy=False)
-
-
-_CONSTANTS: dict[tuple, Any] = {}
-
-
-def device_constant(xp: ModuleType, key: Any, make: Any) -> Any:
-    """A small constant array on the array module's current device, built once from ``make()`` (a host
-    NumPy array) and cached under ``key`` (hashable) per module and device."""
-    dev = -1 if xp is np else xp.cuda.runtime.getDevice()
-    full = (xp.__name__, dev, key)
-    arr = _CONSTANTS.get(full)
-    if arr is None:
-        arr = _CONSTANTS[full] = xp.asarray(make())
-    return arr

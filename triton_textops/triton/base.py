@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import ConfigError, InputError
+from triton_textops.ops.kernels import set_num_threads
 from triton_textops.ops.text import TextBatch, invalid_utf8_rows, pack_host
 from triton_textops.ops.xp import get_xp, to_numpy, tune_host_allocator
 from triton_textops.triton import io
@@ -38,9 +39,14 @@ class TensorSpec:
     ids: bool = False
 
 
+# compiled for in initialize: ASCII, accents, punctuation, a raw special token, a long word
+WARM_UP_TEXT = "Warm up, Mr. Darcy: caf\u00e9 \u201cna\u00efve\u201d [CLS] unbelievably... Yes! " + "x" * 120
+
 COMMON_PARAMS = [
     Param("tensor_names", "names", default={}, help="rename tensors: role=NAME,role=NAME"),
     Param("max_text_bytes", "int", default=1 << 20, minimum=1, help="reject longer texts (bytes)"),
+    Param("num_threads", "int", default=0, minimum=0,
+          help="threads of the CPU kernels (0: numba's default, the number of cores)"),
     Param("default_max_batch_size", "int", default=64, minimum=0,
           help="max_batch_size auto-complete sets for a config without inputs/outputs (0: no batching)"),
 ]
@@ -337,7 +343,15 @@ class TextOpsModel:
         self.xp = get_xp(self.device)
         tune_host_allocator()  # this stub process serves this instance: keep batch temporaries on the heap
         with self._on_device():
+            self._threads()
             self.setup()
+            if "text" in self.INPUTS:  # compile (or load from numba's cache) every kernel now, not on a request
+                self.compute([pack_host([WARM_UP_TEXT])])
+
+    def _threads(self) -> None:
+        """numba's thread count is per calling thread: set before every batch."""
+        if self.xp is np:
+            set_num_threads(self.params["num_threads"] or None)
 
     def _on_device(self) -> Any:
         if self.xp is np:
@@ -364,6 +378,7 @@ class TextOpsModel:
         responses: list[Any] = [None] * len(requests)
         items: list[tuple[int, Any]] = []
         with self._on_device():
+            self._threads()
             for i, request in enumerate(requests):
                 try:
                     items.append((i, self.read(request)))
@@ -405,10 +420,15 @@ class TextOpsModel:
         if (sizes > limit).any():
             r = int(np.argmax(sizes > limit))
             raise InputError(f"input '{name}' row {r}: text of {int(sizes[r])} bytes exceeds max_text_bytes={limit}")
-        bad = invalid_utf8_rows(TextBatch(data, offsets, np))
+        bad = invalid_utf8_rows(data, offsets)
         if bad.size:
             raise InputError(f"input '{name}' row {int(bad[0])}: text is not valid UTF-8")
         return data, offsets
+
+    def ids_dtype(self) -> str:
+        """"int32" when the config's ids output is INT32 (the kernels then write it directly), else "int64"."""
+        name = self.outputs.get("input_ids")
+        return "int32" if name and np.dtype(self.out_dtypes[name]) == np.int32 else "int64"
 
     def text_batch(self, items: list[tuple[np.ndarray, np.ndarray]]) -> tuple[TextBatch, np.ndarray]:
         """All requests' texts as one device batch (one upload) and the text count of each request."""
@@ -416,8 +436,7 @@ class TextOpsModel:
         data = np.concatenate([d for d, _ in items])
         shift = np.cumsum([0] + [d.shape[0] for d, _ in items[:-1]])
         offsets = np.concatenate([[0]] + [off[1:] + s for (_, off), s in zip(items, shift)]).astype(np.int64)
-        xp = self.xp
-        return TextBatch(xp.asarray(data), xp.asarray(offsets), xp), counts
+        return TextBatch.upload(data, offsets, self.xp), counts
 
     def split_rows(self, arrays: dict[str, Any], counts: np.ndarray, mapping: Any = None) -> list[dict[str, Any]]:
         """Split batch outputs back per request: by text counts, or by a row→text ``mapping``."""

@@ -1,0 +1,98 @@
+"""Exact byte-string lookup for kernels: an open-addressing hash table keyed by a 32-bit FNV-1a hash.
+
+Used by WordPiece (the vocabulary) and the readability features (stop words and corpus words). A query is
+a span of bytes (optionally behind a ``##`` prefix, which WordPiece's continuation pieces carry) plus its
+hash, which the caller extends byte by byte; every hit is verified on the bytes, so a hash collision can
+never give a wrong answer. Probes are bounded by the longest run measured when the table is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from triton_textops.ops import kernels as K
+
+FNV_OFFSET, FNV_PRIME = 0x811C9DC5, 0x01000193
+
+
+def fnv_host(data: bytes, h: int = FNV_OFFSET) -> int:
+    """The 32-bit FNV-1a hash the kernels compute (host version, for building the table)."""
+    for c in data:
+        h = ((h ^ c) * FNV_PRIME) & 0xFFFFFFFF
+    return h
+
+
+FNV_CONT = fnv_host(b"##")
+if FNV_CONT != 0x16C89023:  # the constant wp_word starts continuation pieces from
+    raise RuntimeError("FNV state after '##' does not match the kernels' constant")
+
+
+def slot_of(h: int, mask: int) -> int:
+    """Home slot of a hash (host version of the kernels' arithmetic)."""
+    return (h ^ (h >> 15)) & mask
+
+
+class ByteTable:
+    """Strings -> ids as an open-addressing table: ``slots`` (S, 4) int32 rows of (31-bit key or -1,
+    offset of the string in ``pool``, its byte length, its id); ``max_probe``: the longest probe run."""
+
+    def __init__(self, strings: dict[str, int]) -> None:
+        ids = list(strings.values())
+        strings = [t.encode("utf-8") for t in strings]
+        size = 1 << max(4, (2 * max(len(strings), 1) - 1).bit_length())  # load factor <= 1/2
+        mask = size - 1
+        slots = np.full((size, 4), -1, dtype=np.int32)
+        pool = bytearray()
+        max_probe = 0
+        for s, i in zip(strings, ids):
+            h = fnv_host(s)
+            j, probes = slot_of(h, mask), 0
+            while slots[j, 0] >= 0:
+                j, probes = (j + 1) & mask, probes + 1
+            slots[j] = (h & 0x7FFFFFFF, len(pool), len(s), i)
+            pool += s
+            max_probe = max(max_probe, probes)
+        self.slots = slots
+        self.pool = np.frombuffer(bytes(pool) or b"\0", dtype=np.uint8).copy()
+        self.mask = mask
+        self.max_probe = max_probe
+        self.max_len = max((len(s) for s in strings), default=0)
+
+    def on(self, target: str, xp: Any) -> tuple[Any, Any]:
+        """(slots, pool) on ``target``'s device."""
+        return K.to_device(self.slots, target, xp), K.to_device(self.pool, target, xp)
+
+
+@K.device
+def fnv_step(h, b):
+    return ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+
+
+@K.device
+def find_bytes(h, data, p, ln, plen, slots, pool, mask, max_probe):
+    """Id of the string equal to ``"#" * plen + data[p:p+ln]`` (``h``: its hash), or -1."""
+    key = h & 0x7FFFFFFF
+    s = (h ^ (h >> 15)) & mask
+    for _ in range(max_probe + 1):
+        sk = slots[s, 0]
+        if sk < 0:
+            return -1
+        if sk == key and slots[s, 2] == ln + plen:
+            off = slots[s, 1]
+            ok = True
+            for j in range(plen):
+                if pool[off + j] != 35:
+                    ok = False
+            if ok:
+                for j in range(ln):
+                    if pool[off + plen + j] != data[p + j]:
+                        ok = False
+                        break
+            if ok:
+                return slots[s, 3]
+        s = (s + 1) & mask
+    return -1
+
+

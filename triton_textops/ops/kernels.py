@@ -1,0 +1,144 @@
+"""Kernels written once in Python and compiled twice by numba: ``njit`` for the CPU, ``cuda.jit`` for the GPU.
+
+How one source serves both targets:
+
+- The per-text / per-word logic lives in plain functions marked :func:`device`. They call each other by
+  their module-level names. :func:`cpu` and :func:`gpu` compile a *copy* of such a function whose globals
+  map every other ``device`` function to the same target's compiled version (``numba.njit`` on the CPU,
+  ``numba.cuda.jit(device=True)`` on the GPU), so the very same code object is compiled for both.
+- Each kernel is a pair of 3-line entry points, one per target: the CPU one loops ``prange`` over the
+  items, the GPU one maps a thread to an item (grid-stride loop). Only these loops differ.
+- Under ``NUMBA_ENABLE_CUDASIM=1`` the GPU entry points run in numba-cuda's simulator on NumPy arrays:
+  CI, which has no GPU, runs the GPU kernels and compares them with the CPU ones.
+
+Every launch and every device-to-host copy of the ops goes through :func:`launch` / :func:`to_host`,
+which count them (:data:`COUNTS`): the tests assert the launch budget with those counters.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import types
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numba
+import numpy as np
+
+SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
+COUNTS: Counter = Counter()  # "launch", "d2h", "h2d": what the ops did since the last reset
+
+_DEVICE: dict[str, Callable] = {}  # name -> plain function, for every @device function
+
+
+def device(fn: Callable) -> Callable:
+    """Mark ``fn`` as device code: callable from kernels on both targets (returns ``fn`` unchanged)."""
+    _DEVICE[fn.__name__] = fn
+    return fn
+
+
+def _clone(fn: Callable, target: str) -> Callable:
+    """``fn`` with a globals dict in which every device function is bound to ``target``'s compiled one."""
+    glb = dict(fn.__globals__)
+    for name in fn.__code__.co_names:
+        if name in _DEVICE and _DEVICE[name] is not fn:
+            glb[name] = _compiled(name, target)
+    clone = types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, fn.__closure__)
+    clone.__qualname__ = fn.__qualname__
+    clone.__module__ = fn.__module__
+    return clone
+
+
+@functools.cache
+def _compiled(name: str, target: str) -> Callable:
+    fn = _clone(_DEVICE[name], target)
+    if target == "cpu":
+        return numba.njit(cache=True, nogil=True)(fn)
+    from numba import cuda  # noqa: PLC0415
+
+    return cuda.jit(device=True)(fn)
+
+
+def cpu(fn: Callable) -> Callable:
+    """The CPU entry point of a kernel: ``njit(parallel=True, nogil=True, cache=True)`` of ``fn``, its
+    device calls bound to their CPU versions."""
+    return numba.njit(parallel=True, nogil=True, cache=True)(_clone(fn, "cpu"))
+
+
+class _LazyGpu:
+    """The GPU entry point of a kernel, compiled (``cuda.jit``) on first use: importing the ops never
+    needs numba-cuda."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+        self._k: Any = None
+
+    def get(self) -> Any:
+        if self._k is None:
+            from numba import cuda  # noqa: PLC0415
+
+            self._k = cuda.jit(cache=not SIMULATOR)(_clone(self.fn, "gpu"))
+        return self._k
+
+
+def gpu(fn: Callable) -> _LazyGpu:
+    """The GPU entry point of a kernel (``numba.cuda.jit``), its device calls bound to their GPU versions."""
+    return _LazyGpu(fn)
+
+
+def threads_per_block() -> int:
+    """Threads per block: 128 on a GPU; 32 in the simulator (each simulated thread is a Python thread)."""
+    return 32 if SIMULATOR else 128
+
+
+def launch(target: str, pair: tuple[Callable, _LazyGpu], n: int, *args: Any) -> None:
+    """Run kernel ``pair`` (CPU entry, GPU entry) over ``n`` items on ``target`` ("cpu" or "cuda").
+
+    GPU launches go on CuPy's current stream (outside the simulator), so they are ordered with the CuPy
+    operations around them and tensors handed over by DLPack need no extra synchronization."""
+    COUNTS["launch"] += 1
+    if target == "cpu":
+        pair[0](n, *args)
+        return
+    kern = pair[1].get()
+    tpb = threads_per_block()
+    blocks = max(1, min((n + tpb - 1) // tpb, 65535))
+    if SIMULATOR:
+        kern[blocks, tpb](n, *args)
+        return
+    import cupy  # noqa: PLC0415
+    from numba import cuda  # noqa: PLC0415
+
+    stream = cuda.external_stream(cupy.cuda.get_current_stream().ptr)
+    kern[blocks, tpb, stream](n, *args)
+
+
+def to_host(arr: Any, target: str) -> np.ndarray:
+    """Copy a kernel's output to the host, counting device-to-host copies (none on the CPU)."""
+    if target == "cpu":
+        return arr
+    COUNTS["d2h"] += 1
+    return arr if isinstance(arr, np.ndarray) else arr.get()  # the simulator's "device" arrays are NumPy
+
+
+def to_device(arr: np.ndarray, target: str, xp: Any) -> Any:
+    """Upload a host array for a kernel on ``target`` (counted); the simulator needs a writable copy."""
+    if target == "cpu":
+        return arr
+    COUNTS["h2d"] += 1
+    if SIMULATOR:
+        return arr if arr.flags.writeable else arr.copy()
+    return xp.asarray(arr)
+
+
+def set_num_threads(n: int | None) -> None:
+    """Threads of the CPU kernels (numba's pool; ``None``: numba's default, the number of cores)."""
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS if n is None else max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
+
+
+def cache_dir_note() -> str:
+    """Where numba caches compiled kernels: ``NUMBA_CACHE_DIR`` if set, else next to the sources when
+    writable, else numba's user-wide cache directory (a read-only site-packages still loads)."""
+    return os.environ.get("NUMBA_CACHE_DIR") or "numba default (__pycache__ or user cache)"

@@ -1,0 +1,268 @@
+"""Stages (b) WordPiece and (c) BERT packing, as kernels over stage (a)'s :class:`PreTokens`.
+
+WordPiece is HuggingFace's greedy longest-match-first with the ``##`` continuation prefix: a word with
+no full decomposition becomes one ``[UNK]``, and so does a word of more than 100 characters. A thread
+handles one text: it looks each word up whole first (most words are one vocabulary piece), otherwise
+extends a 32-bit FNV-1a hash byte by byte from the piece's start and probes the vocabulary's
+open-addressing table at every character boundary, keeping the longest hit. Every hit is verified on
+the bytes, so a hash collision can never give a wrong id.
+
+Pieces are written straight into their places in the output rows (``[CLS]``, the pieces, ``[SEP]``,
+padding; with overflow, every window that holds the piece) through :func:`put`, which ignores positions
+outside the rows: fixed-length rows need no piece array at all, and a text stops once its row is full.
+The same device code counts the pieces (overflow windows, the flat ``wordpiece`` output) and writes them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from triton_textops.ops import kernels as K
+from triton_textops.ops.hashtable import find_bytes, fnv_step
+from triton_textops.ops.text import PreTokens
+
+try:
+    from numba import cuda
+except ImportError:  # pragma: no cover
+    cuda = None
+
+MAX_INPUT_CHARS_PER_WORD = 100  # HF WordPiece: a longer word becomes one [UNK]
+# ------------------------------------------------------------------------------------ device code
+
+
+@K.device
+def put(out, row0, off, content, step, nwin, pos, val):
+    """Write piece ``pos`` of a text into every window that holds it: window ``k`` (``k < nwin``) is row
+    ``row0 + k`` and holds pieces ``k*step .. k*step + content - 1`` from column ``off``. Positions
+    outside the rows (or the array) are ignored, so callers may run past a row's end."""
+    if nwin <= 0:
+        return
+    k = pos // step
+    if k > nwin - 1:
+        k = nwin - 1
+    while k >= 0 and pos - k * step < content:
+        r = row0 + k
+        c = off + pos - k * step
+        if r < out.shape[0] and c < out.shape[1]:
+            out[r, c] = val
+        k -= 1
+
+
+@K.device
+def wp_word(data, s, e, slots, pool, mask, max_probe, max_len, unk, out, row0, off, content, step, nwin, pos):
+    """WordPiece of the word ``data[s:e]`` as pieces ``pos, pos+1, ...``; returns the next position."""
+    if e - s <= max_len:  # most words are one vocabulary piece: one lookup settles them
+        h = 0x811C9DC5
+        for q in range(s, e):
+            h = fnv_step(h, int(data[q]))
+        wid = find_bytes(h, data, s, e - s, 0, slots, pool, mask, max_probe)
+        if wid >= 0:
+            put(out, row0, off, content, step, nwin, pos, wid)
+            return pos + 1
+    p = s
+    npc = 0
+    while p < e:
+        plen = 0 if npc == 0 else 2
+        h = 0x811C9DC5 if npc == 0 else 0x16C89023  # FNV state after "" or after "##"
+        lim = min(e, p + max_len - plen)
+        best = -1
+        blen = 0
+        q = p
+        while q < lim:
+            h = fnv_step(h, int(data[q]))
+            q += 1
+            if q < e and (int(data[q]) & 0xC0) == 0x80:
+                continue  # inside a character: pieces end at character boundaries
+            f = find_bytes(h, data, p, q - p, plen, slots, pool, mask, max_probe)
+            if f >= 0:
+                best = f
+                blen = q - p
+        if best < 0:  # no full decomposition: the word is one [UNK] (the pieces written are overwritten)
+            put(out, row0, off, content, step, nwin, pos, unk)
+            return pos + 1
+        put(out, row0, off, content, step, nwin, pos + npc, best)
+        npc += 1
+        p += blen
+    return pos + npc
+
+
+@K.device
+def wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+            sp_ids, unk, out, row0, off, content, step, nwin, stop):
+    """Pieces of text ``t`` (special ids, [UNK] for long words, WordPiece) written through :func:`put`,
+    until ``stop`` pieces; returns how many there are (capped by ``stop``)."""
+    pos = 0
+    k0 = offs[t]
+    for k in range(k0, k0 + ntok[t]):
+        if pos >= stop:
+            break
+        sp = special[k]
+        if sp == -2:
+            continue
+        if sp >= 0:
+            put(out, row0, off, content, step, nwin, pos, sp_ids[sp])
+            pos += 1
+        elif nchars[k] > 100:
+            put(out, row0, off, content, step, nwin, pos, unk)
+            pos += 1
+        else:
+            pos = wp_word(data, start[k], end[k], slots, pool, mask, max_probe, max_len, unk,
+                          out, row0, off, content, step, nwin, pos)
+    return pos
+
+
+@K.device
+def frame_rows(t, n, ids, mask_out, types, mapping, row0, nwin, content, step, specials, cls_id, sep_id, pad_id):
+    """[CLS]/[SEP], padding, attention mask, token types and row->text mapping of text ``t``'s ``nwin``
+    rows, whose pieces (``n`` in all) are already in place."""
+    width = ids.shape[1]
+    for k in range(nwin):
+        r = row0 + k
+        if r >= ids.shape[0]:
+            return
+        length = n - k * step
+        if length > content:
+            length = content
+        if length < 0:
+            length = 0
+        used = length
+        if specials:
+            ids[r, 0] = cls_id
+            ids[r, length + 1] = sep_id
+            used = length + 2
+        for j in range(width):
+            if j >= used:
+                ids[r, j] = pad_id
+            mask_out[r, j] = 1 if j < used else 0
+            types[r, j] = 0
+        mapping[r] = t
+
+
+def _rows_cpu(n, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+              sp_ids, unk, ids, att, types, mapping, content, specials, cls_id, sep_id, pad_id):
+    for t in prange(n):
+        off = 1 if specials else 0
+        m = wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+                    sp_ids, unk, ids, t, off, content, content, 1, content)
+        frame_rows(t, m, ids, att, types, mapping, t, 1, content, content, specials, cls_id, sep_id, pad_id)
+
+
+def _rows_gpu(n, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+              sp_ids, unk, ids, att, types, mapping, content, specials, cls_id, sep_id, pad_id):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        off = 1 if specials else 0
+        m = wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+                    sp_ids, unk, ids, t, off, content, content, 1, content)
+        frame_rows(t, m, ids, att, types, mapping, t, 1, content, content, specials, cls_id, sep_id, pad_id)
+
+
+ENCODE_ROWS = (K.cpu(_rows_cpu), K.gpu(_rows_gpu))
+
+
+def _count_cpu(n, data, offs, ntok, start, end, nchars, special, status, slots, pool, mask, max_probe, max_len,
+               sp_ids, unk, dummy, counts):
+    for t in prange(n):
+        m = wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+                    sp_ids, unk, dummy, 0, 0, 0, 1, 0, 1 << 62)
+        counts[t] = m if status[t] == 0 else -1 - status[t]
+
+
+def _count_gpu(n, data, offs, ntok, start, end, nchars, special, status, slots, pool, mask, max_probe, max_len,
+               sp_ids, unk, dummy, counts):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        m = wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+                    sp_ids, unk, dummy, 0, 0, 0, 1, 0, 1 << 62)
+        counts[t] = m if status[t] == 0 else -1 - status[t]
+
+
+COUNT_PIECES = (K.cpu(_count_cpu), K.gpu(_count_gpu))
+
+
+def _windows_cpu(n, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+                 sp_ids, unk, ids, att, types, mapping, plan, content, step, specials, cls_id, sep_id, pad_id):
+    for t in prange(n):
+        off = 1 if specials else 0
+        row0 = plan[t]
+        nwin = plan[t + 1] - row0
+        m = wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+                    sp_ids, unk, ids, row0, off, content, step, nwin, 1 << 62)
+        frame_rows(t, m, ids, att, types, mapping, row0, nwin, content, step, specials, cls_id, sep_id, pad_id)
+
+
+def _windows_gpu(n, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+                 sp_ids, unk, ids, att, types, mapping, plan, content, step, specials, cls_id, sep_id, pad_id):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        off = 1 if specials else 0
+        row0 = plan[t]
+        nwin = plan[t + 1] - row0
+        m = wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+                    sp_ids, unk, ids, row0, off, content, step, nwin, 1 << 62)
+        frame_rows(t, m, ids, att, types, mapping, row0, nwin, content, step, specials, cls_id, sep_id, pad_id)
+
+
+ENCODE_WINDOWS = (K.cpu(_windows_cpu), K.gpu(_windows_gpu))
+
+
+def _pieces_cpu(n, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+                sp_ids, unk, pieces, piece_off):
+    for t in prange(n):
+        wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+                sp_ids, unk, pieces, 0, piece_off[t], piece_off[t + 1] - piece_off[t], 1 << 62, 1, 1 << 62)
+
+
+def _pieces_gpu(n, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+                sp_ids, unk, pieces, piece_off):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
+                sp_ids, unk, pieces, 0, piece_off[t], piece_off[t + 1] - piece_off[t], 1 << 62, 1, 1 << 62)
+
+
+WRITE_PIECES = (K.cpu(_pieces_cpu), K.gpu(_pieces_gpu))
+
+
+@K.device
+def copy_pieces(t, pieces, piece_off, ids, row0, off, content, step, nwin):
+    """Text ``t``'s pieces from the flat array into its rows; returns how many it has."""
+    lo = piece_off[t]
+    m = piece_off[t + 1] - lo
+    for p in range(m):
+        put(ids, row0, off, content, step, nwin, p, pieces[lo + p])
+    return m
+
+
+def _pack_cpu(n, pieces, piece_off, ids, att, types, mapping, plan, content, step, specials, cls_id, sep_id, pad_id):
+    for t in prange(n):
+        row0 = plan[t]
+        nwin = plan[t + 1] - row0
+        m = copy_pieces(t, pieces, piece_off, ids, row0, 1 if specials else 0, content, step, nwin)
+        frame_rows(t, m, ids, att, types, mapping, row0, nwin, content, step, specials, cls_id, sep_id, pad_id)
+
+
+def _pack_gpu(n, pieces, piece_off, ids, att, types, mapping, plan, content, step, specials, cls_id, sep_id, pad_id):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        row0 = plan[t]
+        nwin = plan[t + 1] - row0
+        m = copy_pieces(t, pieces, piece_off, ids, row0, 1 if specials else 0, content, step, nwin)
+        frame_rows(t, m, ids, att, types, mapping, row0, nwin, content, step, specials, cls_id, sep_id, pad_id)
+
+
+PACK_PIECES = (K.cpu(_pack_cpu), K.gpu(_pack_gpu))
+
+
+def pre_args(pre: PreTokens) -> tuple:
+    """The stage-(a) arrays the WordPiece kernels read."""
+    return (pre.data, pre.offs, pre.ntok, pre.start, pre.end, pre.nchars, pre.special)
+
+
+def window_plan(counts: np.ndarray, content: int, step: int, overflow: bool) -> np.ndarray:
+    """First row of each text's windows (n+1 entries, host int64): HF's overflow windows of ``content``
+    pieces starting every ``step`` pieces, or one row per text."""
+    lens = np.maximum(counts, 0)
+    if overflow:
+        wins = np.where(lens <= content, 1, 1 + (lens - content + step - 1) // step)
+    else:
+        wins = np.ones(lens.shape[0], dtype=np.int64)
+    plan = np.zeros(lens.shape[0] + 1, dtype=np.int64)
+    np.cumsum(wins, out=plan[1:])
+    return plan
