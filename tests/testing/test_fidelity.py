@@ -287,7 +287,14 @@ def probe_metrics_text(name: str = "metrics_probe") -> str:
 def test_custom_metrics_readable_and_rendered_as_prometheus_text(triton_model):
     h = triton_model(MODELS / "metrics_probe")
     infos = [json.loads(h.infer({"X": np.array([v], np.float64)})["INFO"][0]) for v in PROBE_VALUES]
-    assert infos[-1] == {"count": 4.0, "last": 12345678.9, "total": 12345682.400000101}
+    assert {k: v for k, v in infos[-1].items() if k != "errors"} == {
+        "count": 4.0, "last": 12345678.9, "total": 12345682.400000101
+    }
+    assert infos[-1]["errors"][0] == (
+        "Failed to increment metric value: Failed to process the request for model 'metrics_probe_0', message: "
+        "TRITONSERVER_METRIC_KIND_COUNTER can only be incremented monotonically by non-negative values."
+    )
+    assert "ok" not in infos[-1]["errors"]
     assert h.metrics_text() == probe_metrics_text()
     m = h.metrics()
     assert m["textops_probe_requests"] == [{"labels": {"model": "metrics_probe", "version": "1"}, "value": 4.0}]
@@ -296,18 +303,56 @@ def test_custom_metrics_readable_and_rendered_as_prometheus_text(triton_model):
     assert hist["count"] == 4 and hist["buckets"] == {"1": 2, "2.5": 2, "10": 3, "+Inf": 4}
 
 
-def test_metric_errors_and_lifetime():
-    fam = pb.MetricFamily("c", "d", pb.MetricFamily.COUNTER)
-    m = fam.Metric()
-    with pytest.raises(pb.TritonModelException, match="^Failed to increment metric value: TRITONSERVER_METRIC_KIND_COUNTER can only be incremented monotonically by non-negative values.$"):
-        m.increment(-1)
-    with pytest.raises(pb.TritonModelException, match="^Failed to set metric value: TRITONSERVER_METRIC_KIND_COUNTER does not support Set$"):
-        m.set(1)
-    with pytest.raises(pb.TritonModelException, match="^Failed to create metric. Unexpected buckets found.$"):
-        fam.Metric(buckets=[1.0])
-    with pytest.raises(pb.TritonModelException, match="^Failed to create metric. Labels must be a dictionary.$"):
-        fam.Metric(labels="x")
+def test_metric_errors_as_the_server_words_them(triton_model):
+    """[E] 2.51 texts (the instance name comes from the model being run), and the two calls that crash it."""
+    h = triton_model(MODELS / "metrics_probe")
+    probe = h.instance
+    prefix = "Failed to process the request for model 'metrics_probe_0', message: TRITONSERVER_METRIC_KIND_"
+    with _running(h):
+        cases = [
+            (lambda: probe.count.increment(-1), f"Failed to increment metric value: {prefix}COUNTER can only be "
+             "incremented monotonically by non-negative values."),
+            (lambda: probe.count.set(1.0), f"Failed to set metric value: {prefix}COUNTER does not support Set"),
+            (lambda: probe.count.observe(1.0), f"Failed to observe metric value: {prefix}COUNTER does not support Observe"),
+            (lambda: probe.hist.value(), f"Failed to get metric value: {prefix}HISTOGRAM does not support Value"),
+            (lambda: probe.hist.set(1.0), f"Failed to set metric value: {prefix}HISTOGRAM does not support Set"),
+            (lambda: probe.sizes.Metric(labels={"a": "b"}), "Failed to create metric. Missing required buckets."),
+            (lambda: probe.requests.Metric(buckets=[1.0]), "Failed to create metric. Unexpected buckets found."),
+            (lambda: probe.requests.Metric(labels="x"), "Failed to create metric. Labels must be a dictionary."),
+        ]
+        for call, message in cases:
+            with pytest.raises(pb.TritonModelException) as info:
+                call()
+            assert str(info.value) == message
+        with pytest.raises(pb.TritonModelException, match="crashes tritonserver 2.51"):
+            probe.last.observe(1.0)
+        with pytest.raises(pb.TritonModelException, match="crashes tritonserver 2.51"):
+            probe.hist.increment(1.0)
+
+
+class _running:
+    """Make ``h`` the running model, as during its execute (metric errors name its instance)."""
+
+    def __init__(self, h):
+        self.h = h
+
+    def __enter__(self):
+        pb._runtime.stack.append(self.h)
+
+    def __exit__(self, *exc):
+        pb._runtime.stack.pop()
+
+
+def test_metric_rendering_and_lifetime():
+    fam = pb.MetricFamily("c", 'say "hi" \\ there', pb.MetricFamily.COUNTER)
+    assert pb.metrics_text([fam]) == ""  # no metric yet: the server does not show the family
+    m = fam.Metric(labels={"b": 'q"x\\y', "a": "1"})
     m.increment(2)
-    assert pb.metrics_text([fam]) == "# HELP c d\n# TYPE c counter\nc 2\n"
+    # [E] HELP as is, label values escaped, labels sorted
+    assert pb.metrics_text([fam]) == '# HELP c say "hi" \\ there\n# TYPE c counter\nc{a="1",b="q\\"x\\\\y"} 2\n'
+    other = fam.Metric()
     del m  # a deleted metric disappears from the endpoint
-    assert pb.metrics_text([fam]) == "# HELP c d\n# TYPE c counter\n"
+    assert pb.metrics_text([fam]) == '# HELP c say "hi" \\ there\n# TYPE c counter\nc 0\n'
+    del fam  # [E] a metric whose family object is gone cannot be used
+    with pytest.raises(pb.TritonModelException, match="^Failed to increment metric value: Invalid metric operation as the corresponding 'MetricFamily' has been deleted"):
+        other.increment(1)

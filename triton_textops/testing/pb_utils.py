@@ -1424,52 +1424,80 @@ Logger.__module__ = "c_python_backend_utils"
 class Metric(_Bound):
     """One labelled metric of a :class:`MetricFamily` (``family.Metric(labels=..., buckets=...)``).
 
-    Error texts are python_backend's prefixes ("Failed to increment metric value: ", ...) followed by
-    Triton core's message for the unsupported operation.
+    [E] 2.51: an unsupported operation raises ``Failed to <op> metric value: Failed to process the request
+    for model '<instance>', message: <core message>``; ``observe`` on a gauge and ``increment`` on a
+    histogram crash the server (boost::interprocess::lock_exception), so the mock refuses them saying so;
+    once the family object is deleted every operation fails (the metric is gone from ``/metrics``).
     """
 
     def __init__(self, family: MetricFamily, labels: dict[str, str], buckets: list[float] | None) -> None:
-        self._family = family
+        self._family_ref = weakref.ref(family)
+        self._kind = family._kind
         self._labels = labels
         self._value = 0.0
         self._buckets = buckets
         self._observations: list[float] = []
 
+    def _check(self, op: str) -> None:
+        if self._family_ref() is None:
+            raise TritonModelException(
+                f"Failed to {op} metric value: Invalid metric operation as the corresponding 'MetricFamily' has been "
+                "deleted. The 'MetricFamily' object should be deleted AFTER its corresponding 'Metric' objects have "
+                "been deleted."
+            )
+
     def _fail(self, op: str, what: str) -> TritonModelException:
-        kind = _KIND_NAMES[self._family._kind]
-        return TritonModelException(f"Failed to {op} metric value: TRITONSERVER_METRIC_KIND_{kind} {what}")
+        cur = _runtime.current
+        instance = cur.instance_name if cur is not None else ""
+        return TritonModelException(
+            f"Failed to {op} metric value: Failed to process the request for model '{instance}', message: "
+            f"TRITONSERVER_METRIC_KIND_{_KIND_NAMES[self._kind]} {what}"
+        )
+
+    @staticmethod
+    def _crash(call: str) -> TritonModelException:
+        return TritonModelException(
+            f"[pb_utils mock] {call} crashes tritonserver 2.51 (boost::interprocess::lock_exception, signal 6); "
+            "the real server does not survive this call"
+        )
 
     def increment(self, value: float) -> None:
         """Add ``value`` (counters: non-negative only; not for histograms)."""
-        if self._family._kind == MetricFamily.HISTOGRAM:
-            raise self._fail("increment", "does not support Increment")
-        if self._family._kind == MetricFamily.COUNTER and value < 0:
+        self._check("increment")
+        if self._kind == MetricFamily.HISTOGRAM:
+            raise self._crash("Metric.increment() on a histogram")
+        if self._kind == MetricFamily.COUNTER and value < 0:
             raise self._fail("increment", "can only be incremented monotonically by non-negative values.")
         self._value += float(value)
 
     def set(self, value: float) -> None:
         """Set a gauge."""
-        if self._family._kind != MetricFamily.GAUGE:
+        self._check("set")
+        if self._kind != MetricFamily.GAUGE:
             raise self._fail("set", "does not support Set")
         self._value = float(value)
 
     def observe(self, value: float) -> None:
         """Record one observation in a histogram."""
-        if self._family._kind != MetricFamily.HISTOGRAM:
+        self._check("observe")
+        if self._kind == MetricFamily.GAUGE:
+            raise self._crash("Metric.observe() on a gauge")
+        if self._kind != MetricFamily.HISTOGRAM:
             raise self._fail("observe", "does not support Observe")
         self._observations.append(float(value))
         self._value += float(value)
 
     def value(self) -> float:
         """The current value (counters and gauges)."""
-        if self._family._kind == MetricFamily.HISTOGRAM:
+        self._check("get")
+        if self._kind == MetricFamily.HISTOGRAM:
             raise self._fail("get", "does not support Value")
         return self._value
 
     def _samples(self) -> list[tuple[str, dict[str, str], float | int]]:
         """(name suffix, labels, value) as Prometheus exposes this metric."""
         labels = dict(sorted(self._labels.items()))
-        if self._family._kind != MetricFamily.HISTOGRAM:
+        if self._kind != MetricFamily.HISTOGRAM:
             return [("", labels, self._value)]
         obs = self._observations
         out: list[tuple[str, dict[str, str], float | int]] = [
@@ -1506,6 +1534,7 @@ class MetricFamily(_Bound):
         self._kind = kind
         self._metrics: list[weakref.ref[Metric]] = []
         self._owner = _runtime.current
+        _runtime.metric_families = [r for r in _runtime.metric_families if r() is not None]
         _runtime.metric_families.append(weakref.ref(self))
 
     def Metric(self, labels: dict[str, str] | None = None, buckets: list[float] | None = None) -> Metric:  # noqa: N802
@@ -1547,16 +1576,19 @@ def _prom_escape(text: str) -> str:
 def metrics_text(families: Sequence[MetricFamily]) -> str:
     """The families in Prometheus text format, as tritonserver's ``/metrics`` endpoint shows custom metrics.
 
-    ``# HELP`` / ``# TYPE`` per family, then one line per sample; labels sorted by name (histograms:
-    ``_count``, ``_sum``, then ``_bucket`` lines with ``le`` last, ending with ``le="+Inf"``). The server
-    lists the metrics of one family in hash-map order; here they come in creation order.
+    ``# HELP`` (the description as is) / ``# TYPE`` per family that has metrics, then one line per sample:
+    labels sorted by name, values escaped (``\\``, ``\"``, ``\\n``), numbers with 15 significant digits;
+    histograms as ``_count``, ``_sum``, then ``_bucket`` lines with ``le`` last, ending with ``le="+Inf"``.
+    The server lists the metrics of one family in hash-map order; here they come in creation order.
     """
     lines: list[str] = []
     for fam in families:
-        help_text = fam._description.replace("\\", "\\\\").replace("\n", "\\n")  # HELP: no quote escaping
-        lines.append(f"# HELP {fam._name} {help_text}")
+        metrics = fam._live_metrics()
+        if not metrics:  # [E] a family without metrics is not shown
+            continue
+        lines.append(f"# HELP {fam._name} {fam._description}")  # [E] written as is (label values are escaped)
         lines.append(f"# TYPE {fam._name} {_PROM_TYPES[fam._kind]}")
-        for metric in fam._live_metrics():
+        for metric in metrics:
             for suffix, labels, value in metric._samples():
                 body = ",".join(f'{k}="{_prom_escape(v)}"' for k, v in labels.items())
                 lines.append(f"{fam._name}{suffix}{'{' + body + '}' if body else ''} {_prom_number(value)}")
