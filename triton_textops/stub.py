@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import hashlib
 import json
 import os
 import platform
@@ -67,7 +68,7 @@ LAST_KNOWN_RELEASE = Release(26, 8)  # last rYY.MM in the table; later ones are 
 _R25_06, _R25_07, _R25_08 = Release(25, 6), Release(25, 7), Release(25, 8)
 NUMPY2_FIRST_RELEASE = Release(24, 11)  # pybind11 v2.12.0: stubs before r24.11 (pybind11 2.10) break with numpy 2
 CMAKE_3_31_FIRST_RELEASE = _R25_08  # cmake_minimum_required(VERSION 3.31.8) from r25.08
-BOOST_URL_FIRST_RELEASE = Release(25, 12)  # TRITON_BOOST_URL cache variable exists from r25.12
+BOOST_URL_FIRST_RELEASE = Release(25, 11)  # TRITON_BOOST_URL cache variable exists from r25.11 (boost 1.80.0)
 REPO_ORGANIZATION_FIRST_RELEASE = Release(24, 3)  # TRITON_REPO_ORGANIZATION exists from r24.03
 
 # (first release, default python of tritonserver:<YY.MM>-py3)
@@ -161,6 +162,37 @@ def cmake_minimum_for(release: Release) -> tuple[int, ...]:
     return (3, 31, 8) if release >= CMAKE_3_31_FIRST_RELEASE else (3, 17)
 
 
+@dataclass(frozen=True)
+class BoostPin:
+    """The boost tarball a python_backend branch downloads (ExternalProject `boostorg`, URL + URL_HASH)."""
+
+    first: Release  # first branch with this pin
+    version: str
+    sha256: str
+
+    @property
+    def tarball(self) -> str:
+        return f"boost_{self.version.replace('.', '_')}.tar.gz"
+
+
+# From python_backend's CMakeLists.txt on each branch: no boost before r21.06; 1.76.0 r21.06-r23.01;
+# 1.79.0 r23.02-r25.10; 1.80.0 from r25.11, the first branch with the TRITON_BOOST_URL cache variable.
+_BOOST_PINS = [
+    BoostPin(Release(21, 6), "1.76.0", "7bd7ddceec1a1dfdcbdb3e609b60d01739c38390a5f956385a12f3122049f0ca"),
+    BoostPin(Release(23, 2), "1.79.0", "273f1be93238a068aba4f9735a4a2b003019af067b9c183ed227780b8f36062c"),
+    BoostPin(BOOST_URL_FIRST_RELEASE, "1.80.0", "4b2136f98bdd1f5857f1c3dea9ac2018effe65286cf251534b6ae20cc45e1847"),
+]
+
+
+def boost_for(release: Release) -> BoostPin | None:
+    """The boost python_backend downloads at build time on that branch (None: the branch uses no boost)."""
+    pin = None
+    for p in _BOOST_PINS:
+        if release >= p.first:
+            pin = p
+    return pin
+
+
 def release_notes(release: Release) -> list[str]:
     """Caveats for releases outside the documented table."""
     if release > LAST_KNOWN_RELEASE:
@@ -249,14 +281,15 @@ class PythonInfo:
 
 
 def query_python(executable: str) -> PythonInfo:
-    """Run the interpreter and read its sysconfig."""
+    """Run the interpreter and read its sysconfig. `executable` becomes the interpreter's own sys.executable, so a
+    launcher such as a pyenv shim is replaced by the real binary it runs (that is what CMake must be given)."""
     try:
         out = subprocess.run([executable, "-c", _PY_QUERY], capture_output=True, text=True, timeout=60, check=True)
     except (OSError, subprocess.SubprocessError) as exc:
         raise InputError(f"cannot run Python interpreter {executable}: {exc}") from exc
     d = json.loads(out.stdout)
     return PythonInfo(
-        executable=executable,
+        executable=d["executable"] or executable,
         version=d["version"],
         include=d["include"] or "",
         libdir=d["libdir"] or "",
@@ -268,7 +301,8 @@ def query_python(executable: str) -> PythonInfo:
 
 
 def find_python(spec: str | None, environ: Mapping[str, str] | None = None) -> PythonInfo:
-    """Resolve `--python`: an interpreter path, a version (`3.11`, `3.11.7`: PATH then pyenv), or None (this Python)."""
+    """Resolve `--python`: a version (`3.11`, `3.11.7`: pyenv, then PATH), a command name looked up on PATH like a
+    shell does (`python3.11`, as virtualenv and uv accept), an interpreter path, or None (this Python)."""
     env = os.environ if environ is None else environ
     if not spec:
         return query_python(sys.executable)
@@ -292,9 +326,183 @@ def find_python(spec: str | None, environ: Mapping[str, str] | None = None) -> P
             f"e.g. `env PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install {spec if spec.count('.') == 2 else mm}` "
             f"or `conda create -p ./py{mm} python={mm}`, then pass --python /path/to/python{mm}"
         )
-    if not (os.path.isfile(spec) and os.access(spec, os.X_OK)):
+    if "/" not in spec:  # a command name, as a shell resolves it: PATH only
+        found = shutil.which(spec, path=env.get("PATH"))
+        if not found:
+            raise InputError(f"--python {spec}: no command {spec!r} on PATH (give a path such as ./{spec} for a file "
+                             "in this directory, or a version such as 3.11)")
+        return query_python(found)
+    path = os.path.expanduser(spec)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         raise InputError(f"--python {spec}: not an executable file")
-    return query_python(spec)
+    return query_python(path)
+
+
+# --------------------------------------------------------------------------------------------------
+# Boost (python_backend downloads it at build time; --boost gives a local one)
+# --------------------------------------------------------------------------------------------------
+
+_ARCHIVE_SUFFIX = re.compile(r"\.(tar\.gz|tgz|tar\.bz2|tbz2|tar\.xz|txz|tar|zip|7z)$")
+
+
+@dataclass(frozen=True)
+class BoostSource:
+    """A local boost given with `--boost`: a release tarball, or a directory holding `boost/version.hpp`
+    (an unpacked boost tree such as boost_1_79_0/, or a headers directory such as /usr/include)."""
+
+    path: Path  # the tarball, or the directory that contains boost/
+    kind: str  # "tarball" or "directory"
+    version: str | None  # 1.79.0 (from boost/version.hpp, the tarball's name or its SHA256); None if unknown
+    sha256: str | None = None  # tarballs only
+
+    def describe(self) -> str:
+        what = "tarball" if self.kind == "tarball" else "headers"
+        return f"boost {self.version or '(version unknown)'} {what} {self.path}"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _boost_header_version(version_hpp: Path) -> str | None:
+    m = re.search(r"#\s*define\s+BOOST_VERSION\s+(\d+)", version_hpp.read_text(errors="replace"))
+    if not m:
+        return None
+    v = int(m.group(1))
+    return f"{v // 100000}.{v // 100 % 1000}.{v % 100}"
+
+
+def inspect_boost(spec: str | os.PathLike[str]) -> BoostSource:
+    """Classify `--boost SRC`: a boost tarball, or a directory with `boost/version.hpp` (SRC/boost itself is
+    accepted too); reads the version from version.hpp, the tarball's name or its SHA256."""
+    p = Path(spec).expanduser().absolute()
+    if p.is_dir():
+        root = p
+        if not (root / "boost" / "version.hpp").is_file() and p.name == "boost" and (p / "version.hpp").is_file():
+            root = p.parent
+        hdr = root / "boost" / "version.hpp"
+        if not hdr.is_file():
+            raise InputError(f"--boost {spec}: {hdr} does not exist; give a boost tarball, an unpacked boost tree "
+                             "(boost_1_79_0/) or a headers directory that holds boost/ (/usr/include with "
+                             "libboost-dev)")
+        return BoostSource(root, "directory", _boost_header_version(hdr))
+    if p.is_file():
+        if not _ARCHIVE_SUFFIX.search(p.name):
+            raise InputError(f"--boost {spec}: not a directory and not an archive ExternalProject can unpack "
+                             "(.tar.gz, .tar.bz2, .tar.xz, .zip, .7z)")
+        sha = _sha256(p)
+        m = re.search(r"boost_(\d+)_(\d+)_(\d+)", p.name)
+        version = ".".join(m.groups()) if m else next((b.version for b in _BOOST_PINS if b.sha256 == sha), None)
+        return BoostSource(p, "tarball", version, sha)
+    raise InputError(f"--boost {spec}: no such file or directory")
+
+
+BOOST_OVERRIDE_MARKER = "textops-boost-override.txt"
+
+# The wrapper passes every other ExternalProject_Add call through with its arguments intact (empty ones
+# included), hence the bracket-quoted re-call through cmake_language (CMake >= 3.18).
+_BOOST_OVERRIDE_CMAKE = """\
+# Written by `triton-textops stub build` and given to CMake as CMAKE_PROJECT_tritonpythonbackend_INCLUDE, so it
+# runs right after python_backend's project() call. python_backend {branch} downloads boost {version} in
+# ExternalProject_Add(boostorg URL ... URL_HASH ...) and has no variable to change that URL (TRITON_BOOST_URL
+# exists from r25.11). This wraps ExternalProject_Add: `boostorg` takes the boost given with --boost, with the same
+# prefix and steps as python_backend's own call (copy <SOURCE_DIR>/boost/ to <build>/boost); every other
+# ExternalProject_Add call passes through unchanged. The python_backend checkout itself is not modified.
+cmake_minimum_required(VERSION 3.18)
+include(ExternalProject)  # has include_guard(GLOBAL): python_backend's own include() keeps this wrapper
+function(ExternalProject_Add name)
+  if(NOT name STREQUAL "boostorg")
+    set(_textops_call "_ExternalProject_Add(")
+    math(EXPR _textops_last "${{ARGC}} - 1")
+    foreach(_textops_i RANGE 0 ${{_textops_last}})
+      string(APPEND _textops_call " [==[${{ARGV${{_textops_i}}}}]==]")
+    endforeach()
+    cmake_language(EVAL CODE "${{_textops_call}})")
+    return()
+  endif()
+  _ExternalProject_Add(boostorg
+    PREFIX "boost-src"
+{source}
+    CONFIGURE_COMMAND ${{CMAKE_COMMAND}} -E copy_directory <SOURCE_DIR>/boost/ ${{CMAKE_BINARY_DIR}}/boost
+    BUILD_COMMAND ""
+    INSTALL_COMMAND "")
+  message(STATUS "boostorg: local boost {what} (--boost), not {url_file}")
+  file(WRITE "${{CMAKE_BINARY_DIR}}/{marker}" [==[{path}]==])
+endfunction()
+"""
+
+
+def _cmake_quote(text: str) -> str:
+    return "[==[" + text + "]==]"
+
+
+@dataclass(frozen=True)
+class BoostSetup:
+    """How the build gets a local boost instead of downloading it: the cache flags, the files the build writes
+    into the work dir first (nothing goes into the python_backend checkout), and how to tell it took effect."""
+
+    source: BoostSource
+    mechanism: str  # one line for the plan
+    flags: Mapping[str, str]
+    files: Mapping[Path, str] = field(default_factory=dict)  # written before configure
+    links: Mapping[Path, Path] = field(default_factory=dict)  # symlink -> target, made before configure
+    marker: Path | None = None  # configure must create it (the override ran)
+
+    def apply(self) -> None:
+        """Write the files and links (idempotent)."""
+        for path, text in self.files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        for link, target in self.links.items():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(target, target_is_directory=True)
+        if self.marker is not None and self.marker.exists():
+            self.marker.unlink()  # only this configure run may vouch for the override
+
+
+def boost_setup(release: Release, source: BoostSource, work: Path, build_dir: Path) -> BoostSetup | None:
+    """The mechanism for `release`: TRITON_BOOST_URL from r25.11; before that a CMake project include that
+    redirects ExternalProject `boostorg`. None for branches that download no boost."""
+    pin = boost_for(release)
+    if pin is None:
+        return None
+    if release >= BOOST_URL_FIRST_RELEASE:
+        if source.kind == "tarball":
+            if source.sha256 != pin.sha256:
+                raise InputError(
+                    f"--boost {source.path}: SHA256 {source.sha256} is not that of {pin.tarball} "
+                    f"({pin.sha256}), which {release.branch} pins with URL_HASH next to TRITON_BOOST_URL; give that "
+                    "tarball, or unpack yours and pass the directory (a directory needs no hash)")
+            return BoostSetup(source, f"TRITON_BOOST_URL={source.path} (the tarball {release.branch} pins)",
+                              {"TRITON_BOOST_URL": str(source.path)})
+        # ExternalProject copies a directory URL into its source dir (no hash check): a directory holding
+        # only a link to boost/ keeps that copy to the headers (not all of /usr/include or a full boost tree).
+        local = work / "boost-local"
+        return BoostSetup(source, f"TRITON_BOOST_URL={local} (holds boost -> {source.path / 'boost'})",
+                          {"TRITON_BOOST_URL": str(local)}, links={local / "boost": source.path / "boost"})
+    override = work / "boost-override.cmake"
+    if source.kind == "tarball":
+        src = f"    URL {_cmake_quote(str(source.path))}\n    URL_HASH SHA256={source.sha256}"
+    else:
+        src = f"    SOURCE_DIR {_cmake_quote(str(source.path))}\n    DOWNLOAD_COMMAND \"\""
+    text = _BOOST_OVERRIDE_CMAKE.format(branch=release.branch, version=pin.version, source=src,
+                                        what=source.kind, url_file=pin.tarball, marker=BOOST_OVERRIDE_MARKER,
+                                        path=str(source.path))
+    return BoostSetup(
+        source,
+        f"CMAKE_PROJECT_tritonpythonbackend_INCLUDE={override}: a CMake include written into the work dir that "
+        f"redirects ExternalProject boostorg ({pin.tarball}) to the local boost; the python_backend checkout is "
+        "not modified",
+        {"CMAKE_PROJECT_tritonpythonbackend_INCLUDE": str(override)},
+        files={override: text},
+        marker=build_dir / BOOST_OVERRIDE_MARKER,
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -311,7 +519,7 @@ FETCH_DEPS = {
     "GOOGLETEST": "googletest_src",
 }
 
-ALL_REQUIREMENTS = ("cmake", "compiler", "git", "rapidjson", "libarchive", "zlib", "python", "cuda")
+ALL_REQUIREMENTS = ("cmake", "compiler", "git", "rapidjson", "libarchive", "zlib", "boost", "python", "cuda")
 
 
 @dataclass
@@ -332,15 +540,33 @@ class StubPlan:
     cmake_minimum: tuple[int, ...]
     requirements: tuple[str, ...]
     notes: list[str] = field(default_factory=list)
+    boost: BoostSetup | None = None
 
     @property
     def server_version(self) -> str:
         return server_version_for(self.release)
 
+    def boost_line(self) -> str:
+        """Where boost comes from: downloaded by the build, or the local one and the mechanism."""
+        pin = boost_for(self.release)
+        if pin is None:
+            return f"not used by {self.release.branch}"
+        if self.boost is None:
+            return f"{pin.version}, downloaded at build time ({pin.tarball})"
+        return f"{self.boost.source.describe()} via {self.boost.mechanism}"
+
     def commands(self) -> list[list[str]]:
         """The external commands, in order."""
         cmds = [self.clone] if self.clone else []
         return [*cmds, self.configure, self.build]
+
+    def prepare_lines(self) -> list[str]:
+        """What the build writes into the work dir before configuring (boost redirection), as shell lines."""
+        if self.boost is None:
+            return []
+        lines = [f"# write {shlex.quote(str(path))} (see stub_build/README.md, Offline builds)" for path in self.boost.files]
+        lines += [f"ln -sfn {shlex.quote(str(t))} {shlex.quote(str(link))}" for link, t in self.boost.links.items()]
+        return lines
 
     def render(self) -> str:
         """Human-readable plan with copy-pasteable commands."""
@@ -353,15 +579,18 @@ class StubPlan:
             f"container Python: {default_python_for(self.release)} (stock stub of tritonserver:{self.release}-py3)",
             f"GPU support:      {'ON' if self.gpu else 'OFF'}",
             f"CMake required:   >= {'.'.join(map(str, self.cmake_minimum))}",
+            f"boost:            {self.boost_line()}",
             f"source:           {self.source_dir}",
             f"build directory:  {self.build_dir}",
             f"output:           {self.output}",
             "commands:",
         ]
+        lines.extend("  " + line for line in self.prepare_lines())
         for cmd in self.commands():
             lines.append("  " + shlex.join(cmd))
         lines.append(f"  install -m 0755 {shlex.quote(str(self.build_dir / STUB_NAME))} {shlex.quote(str(self.output))}")
-        lines.append(f"  readelf -d {shlex.quote(str(self.output))}; ldd {shlex.quote(str(self.output))}")
+        lines.append(f"  readelf -d {shlex.quote(str(self.output))}; ldd {shlex.quote(str(self.output))}   "
+                     "# libpython, no empty or relative RUNPATH entries")
         if self.notes:
             lines.append("notes:")
             lines.extend(f"  - {n}" for n in self.notes)
@@ -378,7 +607,7 @@ def make_plan(
     python_backend_src: str | os.PathLike[str] | None = None,
     dep_sources: Mapping[str, str | os.PathLike[str] | None] | None = None,
     offline: bool = False,
-    boost_url: str | None = None,
+    boost: str | os.PathLike[str] | BoostSource | None = None,
     repo_organization: str | None = None,
     cuda_root: str | None = None,
     jobs: int | None = None,
@@ -389,8 +618,10 @@ def make_plan(
     """Build the plan: clone (unless a local python_backend checkout is given), configure flags, target, output.
 
     `dep_sources` maps FetchContent names (`REPO-COMMON`, `PYBIND11`, ... see FETCH_DEPS) to local directories;
-    `offline` adds FETCHCONTENT_FULLY_DISCONNECTED=ON and requires them all. `requirements` narrows the checks
-    (default: all that apply; used to build projects that are not python_backend, such as the test stand-in).
+    `boost` is a local boost (tarball, unpacked tree or headers directory, see `boost_setup` for how it reaches
+    the build); `offline` adds FETCHCONTENT_FULLY_DISCONNECTED=ON and requires all of them. `extra_cmake_args` go
+    last on the configure command line (a `-D` there wins over the same one of ours). `requirements` narrows the
+    checks (default: all that apply; used to build projects that are not python_backend, such as the test stand-in).
     """
     tag = f"{python.major_minor}"
     work = Path(work_dir) if work_dir else Path.cwd() / "build" / f"stub-{release.branch}-py{tag}"
@@ -402,9 +633,6 @@ def make_plan(
     else:
         src = work / "python_backend"
         clone = ["git", "clone", "--depth", "1", "--branch", release.branch, f"{PB_REPO}.git", str(src)]
-        if offline:
-            raise InputError("--offline needs a local python_backend checkout (--python-backend-src DIR at branch "
-                             f"{release.branch})")
     build_dir = work / "build"
     if output is None:
         out = Path.cwd() / f"stub-{release.branch}-py{tag}" / STUB_NAME
@@ -425,6 +653,12 @@ def make_plan(
         "Python_EXECUTABLE": python.executable,
         # CMake 4 refuses cmake_minimum_required(<3.5) in fetched deps (old pybind11/dlpack) without this.
         "CMAKE_POLICY_VERSION_MINIMUM": CMAKE_POLICY_VERSION_MINIMUM,
+        # The stub is taken from the build tree, whose RUNPATH CMake pads with a trailing ':' (room for an install
+        # step to rewrite it): an empty entry, which the loader reads as the working directory. Linking with the
+        # install RPATH instead gives exactly the directories of the linked libraries outside the build tree
+        # (libpython's, CUDA's), no padding.
+        "CMAKE_BUILD_WITH_INSTALL_RPATH": "ON",
+        "CMAKE_INSTALL_RPATH_USE_LINK_PATH": "ON",
     }
     if repo_organization:
         if release < REPO_ORGANIZATION_FIRST_RELEASE:
@@ -441,24 +675,32 @@ def make_plan(
     for name in FETCH_DEPS:
         if name in deps:
             flags[f"FETCHCONTENT_SOURCE_DIR_{name}"] = str(Path(deps[name]).absolute())
+    pin = boost_for(release)
     if offline:
-        missing = [f"--{FETCH_DEPS[n].replace('_', '-')} ({n})" for n in FETCH_DEPS if n not in deps]
+        # Everything the build would download must be local, or it fails minutes in ("Could not resolve host").
+        missing = [] if python_backend_src else [f"--python-backend-src (a python_backend checkout at {release.branch})"]
+        missing += [f"--{FETCH_DEPS[n].replace('_', '-')} ({n})" for n in FETCH_DEPS if n not in deps]
+        if pin is not None and boost is None:
+            missing.append(f"--boost (boost headers: {pin.tarball}, an unpacked boost tree or a headers directory "
+                           "such as /usr/include from libboost-dev)")
         if missing:
-            raise InputError("--offline needs a local source directory for every fetched dependency; missing: "
-                             + ", ".join(missing))
+            raise InputError("--offline needs every source the build would download; missing: " + "; ".join(missing))
         flags["FETCHCONTENT_FULLY_DISCONNECTED"] = "ON"
-    if boost_url:
-        if release < BOOST_URL_FIRST_RELEASE:
-            notes.append(f"TRITON_BOOST_URL only exists from {BOOST_URL_FIRST_RELEASE}; {release.branch} downloads boost "
-                         "itself (patch its CMakeLists.txt or pre-seed the download for a fully offline build)")
-        flags["TRITON_BOOST_URL"] = boost_url
-    elif offline:
-        if release >= BOOST_URL_FIRST_RELEASE:
-            notes.append("offline: boost is still downloaded at build time; pass --boost-url "
-                         "file:///path/boost_1_80_0.tar.gz (same SHA256)")
+    boost_plan = None
+    if boost is not None:
+        bsrc = boost if isinstance(boost, BoostSource) else inspect_boost(boost)
+        boost_plan = boost_setup(release, bsrc, work, build_dir)
+        if boost_plan is None:
+            notes.append(f"--boost ignored: {release.branch} downloads no boost")
         else:
-            notes.append(f"offline: {release.branch} downloads boost in an ExternalProject with no override; "
-                         "patch its CMakeLists.txt to use local boost headers or pre-seed the download")
+            flags.update(boost_plan.flags)
+            assert pin is not None
+            if bsrc.version != pin.version:
+                notes.append(f"boost {bsrc.version or '(version unknown)'} given; {release.branch} pins {pin.version} "
+                             "(python_backend uses boost header-only: interprocess, asio, thread, uuid; other versions "
+                             "may build, stub_build/README.md lists the combinations built so far)")
+    elif pin is not None:
+        notes.append(f"boost {pin.version} is downloaded at build time ({pin.tarball}); --boost gives a local one")
     if gpu:
         notes.append("GPU ON needs the CUDA toolkit at build time and libcudart.so.12 at run time; --no-gpu builds "
                      "a CPU-only stub (works next to a GPU-enabled server; inputs then always arrive on CPU)")
@@ -472,6 +714,9 @@ def make_plan(
     configure = ["cmake", "-S", str(src), "-B", str(build_dir)]
     configure += [f"-D{k}={v}" for k, v in flags.items()]
     configure += list(extra_cmake_args)
+    cmake_min = cmake_minimum_for(release)
+    if boost_plan is not None and boost_plan.marker is not None:
+        cmake_min = max(cmake_min, (3, 18))  # the boostorg override re-calls ExternalProject_Add via cmake_language
     build = ["cmake", "--build", str(build_dir), "--target", STUB_TARGET, "--parallel", str(jobs or os.cpu_count() or 1)]
     reqs = tuple(requirements) if requirements is not None else tuple(
         r for r in ALL_REQUIREMENTS if (r != "git" or clone) and (r != "cuda" or gpu)
@@ -488,9 +733,10 @@ def make_plan(
         clone=clone,
         configure=configure,
         build=build,
-        cmake_minimum=cmake_minimum_for(release),
+        cmake_minimum=cmake_min,
         requirements=reqs,
         notes=notes,
+        boost=boost_plan,
     )
 
 
@@ -656,6 +902,21 @@ def check_zlib(prefixes: Sequence[Path]) -> Check:
     return Check("zlib", False, f"{miss} not found", "apt-get install zlib1g-dev, or conda install -c conda-forge zlib")
 
 
+def check_boost(plan: StubPlan) -> Check:
+    """Boost headers: the local one given with --boost (already validated), or the build's own download."""
+    pin = boost_for(plan.release)
+    if pin is None:
+        return Check("boost", True, f"not used by {plan.release.branch}")
+    if plan.boost is not None:
+        src = plan.boost.source
+        if src.kind == "directory" and not (src.path / "boost" / "version.hpp").is_file():
+            return Check("boost", False, f"{src.path}/boost/version.hpp is gone",
+                         "apt-get install libboost-dev (then --boost /usr/include), or pass another --boost")
+        return Check("boost", True, f"{src.describe()} ({plan.release.branch} pins {pin.version})")
+    return Check("boost", True, f"{pin.version} downloaded by the build ({pin.tarball}; needs network, --boost for "
+                 "a local one)")
+
+
 def check_python(py: PythonInfo) -> Check:
     """The target Python's headers and its SHARED libpython (pybind11::embed links it dynamically)."""
     mm = py.major_minor
@@ -716,6 +977,7 @@ def check_requirements(
         "rapidjson": lambda: check_rapidjson(pref),
         "libarchive": lambda: check_libarchive(pref),
         "zlib": lambda: check_zlib(pref),
+        "boost": lambda: check_boost(plan),
         "python": lambda: check_python(plan.python),
         "cuda": lambda: check_cuda(path, environ),
     }
@@ -743,7 +1005,7 @@ class StubInfo:
 
 
 def read_dynamic(path: str | os.PathLike[str]) -> tuple[list[str], list[str]]:
-    """(DT_NEEDED, RUNPATH+RPATH) of an ELF file, via `readelf -d`."""
+    """(DT_NEEDED, RUNPATH+RPATH entries as written, empty ones included) of an ELF file, via `readelf -d`."""
     exe = shutil.which("readelf")
     if not exe:
         raise InputError("readelf not found: apt-get install binutils")
@@ -753,8 +1015,15 @@ def read_dynamic(path: str | os.PathLike[str]) -> tuple[list[str], list[str]]:
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", res.stdout)
     runpath: list[str] = []
     for m in re.findall(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[([^\]]*)\]", res.stdout):
-        runpath += [p for p in m.split(":") if p]
+        runpath += m.split(":")
     return needed, runpath
+
+
+def unsafe_runpath(entries: Sequence[str]) -> list[str]:
+    """RUNPATH/RPATH entries the dynamic loader resolves against the process's current directory: empty ones (read
+    as ".") and relative ones. A stub started by a server in any working directory would then load e.g. a planted
+    libstdc++.so.6 from there. Absolute directories and $ORIGIN-based ones are safe."""
+    return [e for e in entries if not (e.startswith("/") or e.startswith(("$ORIGIN", "${ORIGIN}")))]
 
 
 def _ldd(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, str | None]:
@@ -798,10 +1067,18 @@ class Verification:
 
 def verify_stub(path: str | os.PathLike[str], python: PythonInfo,
                 environ: Mapping[str, str] | None = None) -> Verification:
-    """The stub must need the target's libpython soname and resolve it to the target's file."""
+    """The stub must need the target's libpython soname and resolve it to the target's file, and carry no empty or
+    relative RUNPATH entries."""
     info = inspect_stub(path, environ)
     msgs: list[str] = []
     ok = True
+    bad = unsafe_runpath(info.runpath)
+    if bad:
+        ok = False
+        shown = ", ".join(repr(e) for e in bad)
+        msgs.append(f"{path} has RUNPATH {':'.join(info.runpath)!r} with empty or relative entries ({shown}): the "
+                    "loader resolves them against the working directory of the process, so libraries planted there "
+                    "would be loaded")
     if info.libpython_soname is None:
         ok = False
         msgs.append(f"{path} has no libpython in DT_NEEDED ({', '.join(info.needed)}): it does not embed a shared "
@@ -894,7 +1171,14 @@ def build_stub(plan: StubPlan, *, log: Callable[[str], None] = print) -> BuildRe
             _run(plan.clone, log)
     elif not (plan.source_dir / "CMakeLists.txt").is_file():
         raise BuildError(f"{plan.source_dir} has no CMakeLists.txt (not a python_backend checkout)")
+    if plan.boost is not None:
+        plan.boost.apply()
+        log(f"boost: {plan.boost.source.describe()} via {plan.boost.mechanism}")
     _run(plan.configure, log)
+    if plan.boost is not None and plan.boost.marker is not None and not plan.boost.marker.is_file():
+        raise BuildError(f"configure did not apply the boost override (no {plan.boost.marker}): the build would "
+                         f"download boost. Is {plan.source_dir} python_backend {plan.release.branch} (project "
+                         "tritonpythonbackend, ExternalProject boostorg)?")
     _run(plan.build, log)
     built = plan.build_dir / STUB_NAME
     if not built.is_file():
@@ -940,9 +1224,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     for name, dest in FETCH_DEPS.items():
         b.add_argument(f"--{dest.replace('_', '-')}", dest=dest, metavar="DIR",
                        help=f"local source for FetchContent {name} (FETCHCONTENT_SOURCE_DIR_{name})")
+    b.add_argument("--boost", metavar="SRC",
+                   help="local boost instead of the build's download: a boost tarball, an unpacked boost tree or a "
+                   "headers directory holding boost/ (/usr/include with libboost-dev); any release")
     b.add_argument("--offline", action="store_true",
-                   help="FETCHCONTENT_FULLY_DISCONNECTED=ON (needs --python-backend-src and every --*-src)")
-    b.add_argument("--boost-url", help="TRITON_BOOST_URL (r25.12+), e.g. file:///srv/boost_1_80_0.tar.gz")
+                   help="FETCHCONTENT_FULLY_DISCONNECTED=ON; refuses to start unless --python-backend-src, every "
+                   "--*-src and --boost are given")
+    b.add_argument("--cmake-arg", dest="cmake_args", action="append", default=[], metavar="ARG",
+                   help="extra argument for the configure step, repeatable; placed last, so a -D here wins over ours. "
+                   "Use the = form for values starting with '-': --cmake-arg=-DCMAKE_CXX_FLAGS=-O2")
     b.add_argument("--repo-organization", help="TRITON_REPO_ORGANIZATION (git base URL, r24.03+)")
     b.add_argument("--cuda-root", help="CUDAToolkit_ROOT (default $CUDA_HOME / $CUDA_PATH)")
     b.add_argument("--jobs", "-j", type=int, help="parallel build jobs (default: all cores)")
@@ -965,8 +1255,8 @@ def plan_from_args(args: argparse.Namespace) -> StubPlan:
     return make_plan(
         release, python, gpu=args.gpu, output=args.output, work_dir=args.work_dir,
         python_backend_src=args.python_backend_src, dep_sources=deps, offline=args.offline,
-        boost_url=args.boost_url, repo_organization=args.repo_organization, cuda_root=args.cuda_root,
-        jobs=args.jobs, release_source=source,
+        boost=args.boost, repo_organization=args.repo_organization, cuda_root=args.cuda_root,
+        jobs=args.jobs, release_source=source, extra_cmake_args=args.cmake_args,
     )
 
 
@@ -1002,18 +1292,23 @@ def run_inspect(args: argparse.Namespace) -> int:
     print(f"stub:      {info.path}")
     print(f"python:    {info.python_version or 'unknown (no libpython in DT_NEEDED)'}")
     print(f"libpython: {info.libpython_soname} -> {info.resolved_libpython or 'NOT FOUND here'}")
-    print(f"runpath:   {':'.join(info.runpath) or '-'}")
+    bad = unsafe_runpath(info.runpath)
+    print(f"runpath:   {':'.join(info.runpath) or '-'}"
+          + (f"   UNSAFE: empty or relative entries {bad} resolve against the working directory" if bad else ""))
     print(f"needed:    {', '.join(info.needed)}")
-    return 0 if info.libpython_soname else 1
+    return 0 if info.libpython_soname and not bad else 1
 
 
 def run_releases(args: argparse.Namespace) -> int:
     """CLI: the release table this tool uses."""
-    print(f"{'container':<10} {'server':<8} {'python':<7} {'numpy':<16} {'pybind11':<18} cmake>=")
+    print(f"{'container':<10} {'server':<8} {'python':<7} {'numpy':<16} {'pybind11':<18} {'cmake>=':<8} boost")
     rel = FIRST_RELEASE
     while rel <= LAST_KNOWN_RELEASE:
+        pin = boost_for(rel)
+        boost = "-" if pin is None else pin.version + (" (TRITON_BOOST_URL)" if rel >= BOOST_URL_FIRST_RELEASE else "")
         print(f"{rel.name:<10} {server_version_for(rel):<8} {default_python_for(rel):<7} "
-              f"{numpy_requirement(rel):<16} {pybind11_for(rel):<18} {'.'.join(map(str, cmake_minimum_for(rel)))}")
+              f"{numpy_requirement(rel):<16} {pybind11_for(rel):<18} {'.'.join(map(str, cmake_minimum_for(rel))):<8} "
+              f"{boost}")
         idx = rel._index() + 1
         rel = Release(idx // 12, idx % 12 + 1)
     return 0
@@ -1021,6 +1316,7 @@ def run_releases(args: argparse.Namespace) -> int:
 
 __all__ = [
     "Release", "PythonInfo", "StubPlan", "Check", "StubInfo", "Verification", "BuildError", "BuildResult",
+    "BoostPin", "BoostSource", "BoostSetup", "boost_for", "inspect_boost", "boost_setup", "unsafe_runpath",
     "parse_release", "server_version_for", "release_for_server", "resolve_release", "default_python_for",
     "numpy_requirement", "detect_release", "release_from_server", "find_python", "query_python", "make_plan",
     "check_requirements", "inspect_stub", "verify_stub", "build_stub", "deployment_instructions", "add_parser",

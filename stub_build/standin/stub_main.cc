@@ -3,6 +3,9 @@
 #if STANDIN_GPU
 #include <cuda_runtime_api.h>
 #endif
+#if STANDIN_BOOST
+#include <boost/version.hpp>  // from <build>/boost: the copy the boostorg ExternalProject made
+#endif
 
 #include <cstdio>
 #include <string_view>
@@ -14,6 +17,9 @@ int main(int argc, char** argv)
               STANDIN_COMMON_TAG, STANDIN_CORE_TAG, STANDIN_GPU);
   // Py_GetVersion() comes from the libpython loaded at run time, not from the headers.
   std::printf("libpython: %s\n", Py_GetVersion());
+#if STANDIN_BOOST
+  std::printf("boost: %s\n", BOOST_LIB_VERSION);
+#endif
 #if STANDIN_GPU
   int cudart = 0;
   cudaRuntimeGetVersion(&cudart);  // works without a GPU; makes the stub need libcudart like the real one

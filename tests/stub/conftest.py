@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from stub_fakes import write_boost_headers, write_boost_tarball
 
 from triton_textops.stub import PythonInfo, query_python
 
@@ -43,3 +44,15 @@ def target_python() -> PythonInfo:
 @pytest.fixture(scope="session")
 def this_python() -> PythonInfo:
     return query_python(sys.executable)
+
+
+@pytest.fixture(scope="session")
+def boost_headers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A headers directory like /usr/include with libboost-dev (fake version 1.23.4)."""
+    return write_boost_headers(tmp_path_factory.mktemp("include"))
+
+
+@pytest.fixture(scope="session")
+def boost_tarball(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """boost_1_23_4.tar.gz (fake version 1.23.4)."""
+    return write_boost_tarball(tmp_path_factory.mktemp("boost_dl") / "boost_1_23_4.tar.gz")

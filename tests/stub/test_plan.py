@@ -27,11 +27,15 @@ def test_plan_24_10_gpu(this_python: PythonInfo, tmp_path: Path) -> None:
     assert {f[k] for k in ("TRITON_BACKEND_REPO_TAG", "TRITON_COMMON_REPO_TAG", "TRITON_CORE_REPO_TAG")} == {"r24.10"}
     assert f["PYTHON_EXECUTABLE"] == this_python.executable
     assert f["CMAKE_POLICY_VERSION_MINIMUM"] == "3.17"
+    # the stub is taken from the build tree: linked with the install RPATH, no ':' padding (an empty entry)
+    assert f["CMAKE_BUILD_WITH_INSTALL_RPATH"] == "ON" and f["CMAKE_INSTALL_RPATH_USE_LINK_PATH"] == "ON"
     assert "FETCHCONTENT_FULLY_DISCONNECTED" not in f
     assert plan.build[:5] == ["cmake", "--build", str(tmp_path / "w" / "build"), "--target", STUB_TARGET]
     assert plan.output == tmp_path / "out" / "triton_python_backend_stub"
     assert plan.cmake_minimum == (3, 17)
-    assert plan.requirements == ("cmake", "compiler", "git", "rapidjson", "libarchive", "zlib", "python", "cuda")
+    assert plan.requirements == ("cmake", "compiler", "git", "rapidjson", "libarchive", "zlib", "boost", "python",
+                                 "cuda")
+    assert any("boost 1.79.0 is downloaded at build time" in n for n in plan.notes)
     assert any("numpy>=1.21,<2" in n for n in plan.notes)
 
 
@@ -56,28 +60,38 @@ def _offline_sources(tmp_path: Path) -> dict[str, Path]:
     return {k: tmp_path / "src" / v for k, v in names.items()}
 
 
-def test_offline_plan_pre_25_12(this_python: PythonInfo, tmp_path: Path) -> None:
+def test_offline_plan_24_10(this_python: PythonInfo, boost_headers: Path, tmp_path: Path) -> None:
     deps = _offline_sources(tmp_path)
     plan = make_plan(parse_release("24.10"), this_python, gpu=False, work_dir=tmp_path / "w",
-                     python_backend_src=tmp_path / "src" / "pb", dep_sources=deps, offline=True)
+                     python_backend_src=tmp_path / "src" / "pb", dep_sources=deps, offline=True, boost=boost_headers)
     assert plan.clone is None and "git" not in plan.requirements
     assert plan.configure[:3] == ["cmake", "-S", str(tmp_path / "src" / "pb")]
     f = _flags(plan.configure)
     assert f["FETCHCONTENT_FULLY_DISCONNECTED"] == "ON"
     for name, d in deps.items():
         assert f[f"FETCHCONTENT_SOURCE_DIR_{name}"] == str(d)
-    assert "TRITON_BOOST_URL" not in f
-    assert any("boost" in n and "no override" in n for n in plan.notes)
+    assert "TRITON_BOOST_URL" not in f and "CMAKE_PROJECT_tritonpythonbackend_INCLUDE" in f
 
 
-def test_offline_plan_25_12_with_boost_url(this_python: PythonInfo, tmp_path: Path) -> None:
-    url = "file:///srv/boost_1_80_0.tar.gz"
+def test_offline_plan_25_12_gpu(this_python: PythonInfo, boost_headers: Path, tmp_path: Path) -> None:
     plan = make_plan(parse_release("25.12"), this_python, gpu=True, work_dir=tmp_path, cuda_root="/opt/cuda",
                      python_backend_src=tmp_path / "pb", dep_sources=_offline_sources(tmp_path), offline=True,
-                     boost_url=url)
+                     boost=boost_headers)
     f = _flags(plan.configure)
-    assert f["TRITON_BOOST_URL"] == url and f["CUDAToolkit_ROOT"] == "/opt/cuda"
+    assert f["TRITON_BOOST_URL"] == str(tmp_path / "boost-local") and f["CUDAToolkit_ROOT"] == "/opt/cuda"
     assert plan.cmake_minimum == (3, 31, 8)
+
+
+def test_cmake_args_go_last_in_order(this_python: PythonInfo, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    extra = ["-DCMAKE_CXX_FLAGS=-O1 -g", "-DTRITON_ENABLE_GPU=ON", "-Wno-dev"]
+    plan = make_plan(parse_release("24.10"), this_python, gpu=False, work_dir=tmp_path, extra_cmake_args=extra)
+    assert plan.configure[-3:] == extra  # after ours: CMake keeps the last -D, so the user's wins
+    rc = main(["stub", "build", "--triton", "24.10", "--python", this_python.executable, "--no-gpu",
+               "--work-dir", str(tmp_path / "w"), "--dry-run"] + [f"--cmake-arg={a}" for a in extra])
+    assert rc == 0
+    configure = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("  cmake -S"))
+    assert configure.endswith(" '-DCMAKE_CXX_FLAGS=-O1 -g' -DTRITON_ENABLE_GPU=ON -Wno-dev")
 
 
 def test_offline_errors(this_python: PythonInfo, tmp_path: Path) -> None:
