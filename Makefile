@@ -23,6 +23,10 @@ test: $(STAMP)
 	# the KServe SDK's protobuf symbols clash with tritonclient.grpc's: its tests get their own process
 	$(PY) -m pytest -q tests --ignore=tests/deploy/test_kserve.py
 	$(PY) -m pytest -q tests/deploy/test_kserve.py
+	# the GPU kernels in numba-cuda's CUDA simulator, and the kernels with bounds checking: own processes
+	# (both variables must be set before numba is imported; bounds-checked code gets its own cache)
+	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q tests/sim
+	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(CURDIR)/.cache/numba-boundscheck $(PY) -m pytest -q tests/bounds
 
 # make demo [ARGS=excerpts.txt | ARGS=-]: train (cached in .cache/demo), serve in a real tritonserver, score
 demo: $(STAMP)

@@ -19,6 +19,7 @@ from triton_textops.ops.text import Normalizer, TextBatch
 
 sys.path.insert(0, str(Path(__file__).parent))
 import features_reference as ref  # noqa: E402
+from textcases import SENTENCES  # noqa: E402
 
 DATA = resources.files("triton_textops") / "data"
 
@@ -97,44 +98,6 @@ def test_transform_pretokens_and_input_forms(fitted, austen_split):
 
 
 # ------------------------------------------------------------------------------------ sentence rules
-
-SENTENCES = [
-    ("", 0),
-    ("   \n\t ", 0),
-    ("One two three", 1),  # no final terminator
-    ("One. Two", 2),
-    ("Mr. Smith arrived. Dr. Jones left.", 2),  # abbreviations
-    ("Mrs. Ms. Prof. Capt. Col. Gen. Lt. Sgt. Rev. St. Jr. Sr. Mt. Vs. end.", 1),
-    ("J. R. R. Tolkien wrote books.", 1),  # initials
-    ("U.S.A. is big.", 1),
-    ("It costs 3.5 dollars. Cheap.", 2),  # "3.5"
-    ("He scored 10. Then left.", 2),  # two-character word before '.'
-    ("Really?! Yes.", 2),  # "?!" is one run
-    ("What?!? No!!! Fine...", 3),
-    ("Wait... what", 2),
-    ("Well\u2026 fine\u2026", 2),  # ellipsis character
-    ('He said "Stop." Then he left.', 2),  # closing quotes
-    ("'Go!' she said.", 2),
-    ("(Yes.) No.", 2),
-    ("[Done.] Next", 2),
-    ("\u201cGo.\u201d Then \u2018so.\u2019 And \u00abnon.\u00bb Fin", 4),
-    ('"Stop."" Go', 2),  # two closers
-    ("He left.[1] Next", 1),  # '[' is not a closer
-    ("end.Next one", 1),  # no gap after the terminator
-    ("I met Mr.", 1),  # abbreviation at the end: no sentence end, but words
-    ("I met Mr.!", 1),  # run of two: ends
-    ("A. B. c", 1),
-    ("a .", 1),  # '.' with a gap after a one-letter word ends a sentence
-    ("!!!", 1),  # punctuation only
-    (". . .", 3),
-    ("\u4e2d\u6587\u3002\u597d", 1),  # ideographic full stop is not a terminator
-    ("Yes.\u00a0No.", 2),  # non-breaking space is whitespace
-    ("Yes.\u200bNo.", 1),  # zero-width space is not whitespace
-    ("Yes.\x00 No.", 2),  # NUL removed by the normalizer
-    ("\u00c9t\u00e9. \u00c0 bient\u00f4t!", 2),
-    ("x\u0301. Next", 1),  # one character after accent stripping
-]
-
 
 @pytest.mark.parametrize("text, n_sent", SENTENCES)
 def test_sentence_rules(text, n_sent):

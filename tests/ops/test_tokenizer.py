@@ -6,40 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from textcases import ADVERSARIAL
 
 from triton_textops import BertTokenizer, InputError
 from triton_textops.ops.text import TextBatch, pack_host
 
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import BertWordPieceTokenizer  # noqa: E402
-
-ADVERSARIAL = [
-    "Café, naïve résumé — ÉCOLE élève; São Paulo, Ångström, Øre, Łódź",
-    "e\u0301 a\u0300\u0301\u0302 combining marks on x\u0327\u0328 and alone \u0301",
-    "中文字符测试，日本語のテキスト、한국어 텍스트 and 𠀀𠀁 ext-B",
-    "emoji 😀👍🏽 👨‍👩‍👧 flags 🇫🇷 and ❤️",
-    "zero\u200bwidth\u200c join\u200d bom\ufeff soft\u00adhyphen",
-    "controls \x00\x01\x07\x0b\x0c\x1c\x1f\x7f\x85 tab\tnewline\ncr\r end \ufffd",
-    "nbsp\u00a0thin\u2009ideo\u3000en\u2002line\u2028para\u2029 narrow\u202f",
-    "ＦＵＬＬ ｗｉｄｔｈ １２３ ！？ and ﬁ ﬂ ﬀ ligatures Ⅻ ½ ²",
-    "Ελληνικά ΣΟΦΙΑ σοφία ς Σ, Кириллица ПРИВЕТ, العربية مرحبا, עברית",
-    "İstanbul ı I i Ǆ ǅ ǆ ß ẞ ŉ ﬃ",
-    "a" * 99,
-    "b" * 100,
-    "c" * 101,
-    "d" * 250,
-    "é" * 100 + " " + "é" * 101,
-    "literal [CLS] and [SEP] [PAD] [UNK] [MASK] [cls] [Cls] x[CLS]y [[CLS]] [CLS",
-    "## ##ing ###a #hash # ## word##piece",
-    "...!!!???,,,;;;:::---((()))[[[]]]{{{}}}\"\"''``~~@@##$$%%^^&&**__++==||\\\\//<<>>",
-    "¿Qué? ¡Olé! «guillemets» “curly” ‘single’ „low“ …ellipsis… – — ‐ ‑",
-    "math ≠ ≤ ≥ ∑ ∫ √ ∞ ≮ ≯ currency $ € £ ¥ ₹ ₿ degree ° §¶ ©®™",
-    "Tiếng Việt có dấu: Hà Nội, Đà Nẵng; हिन्दी; ภาษาไทย; ქართული",
-    "   leading and trailing   ",
-    "",
-    " ",
-    "\t\n\r \u00a0\u3000",
-]
 
 
 @pytest.fixture(scope="module")

@@ -568,7 +568,7 @@ class ReadabilityFeatures:
         Invalid UTF-8 raises :class:`InputError` naming the row. Two kernel launches (stage (a), the
         features) and one device-to-host copy (the rows' UTF-8 status)."""
         device = resolve_device(device)
-        batch = TextBatch.from_texts(texts, get_xp(device))
+        batch = TextBatch.from_texts(texts, get_xp(device), target_of(device))
         pre = Normalizer.get(self.lowercase, device).pretokenize(batch)
         return self.transform_pretokens(pre, normalize=normalize)
 

@@ -57,11 +57,13 @@ class TextBatch:
         return int(self.offsets.shape[0]) - 1
 
     @classmethod
-    def from_texts(cls, texts: Any, xp: ModuleType = np) -> TextBatch:
+    def from_texts(cls, texts: Any, xp: ModuleType = np, target: str | None = None) -> TextBatch:
         """Build a batch from a list of str/bytes, a NumPy object array of bytes (shape [n] or [n, 1]),
         or a ``(data uint8, offsets int n+1)`` pair already on the device. Bytes and offsets go to the
         device as ONE host-to-device copy. UTF-8 is checked by the stage-(a) kernel, which names the row.
+        ``target`` ("cpu" / "cuda") defaults to the one of ``xp`` (in the CUDA simulator both are NumPy).
         """
+        target = target or ("cpu" if xp is np else "cuda")
         if isinstance(texts, TextBatch):
             return texts
         if isinstance(texts, tuple) and len(texts) == 2:
@@ -79,15 +81,13 @@ class TextBatch:
                 data, offsets = data.copy(), offsets.copy()  # the simulator writes kernel arguments back
             return cls(data, offsets, xp)
         data_h, offsets_h = pack_host(texts)
-        return cls.upload(data_h, offsets_h, xp)
+        return cls.upload(data_h, offsets_h, xp, target)
 
     @classmethod
-    def upload(cls, data: np.ndarray, offsets: np.ndarray, xp: ModuleType) -> TextBatch:
-        """Host bytes + offsets onto ``xp``'s device as one copy (offsets first, 8-byte aligned)."""
-        if xp is np:
-            if K.SIMULATOR:
-                return cls(np.array(data, dtype=np.uint8), np.array(offsets, dtype=np.int64), xp)
-            return cls(data, offsets, xp)
+    def upload(cls, data: np.ndarray, offsets: np.ndarray, xp: ModuleType, target: str = "cpu") -> TextBatch:
+        """Host bytes + offsets for ``target``: on the GPU as ONE copy (offsets first, 8-byte aligned)."""
+        if target == "cpu":
+            return cls(data, offsets, np)
         head = offsets.shape[0] * 8
         buf = np.empty(head + data.shape[0], dtype=np.uint8)
         buf[:head] = offsets.astype(np.int64, copy=False).view(np.uint8)

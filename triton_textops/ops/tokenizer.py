@@ -109,7 +109,7 @@ class BertTokenizer:
     def pretokenize(self, texts: Any) -> PreTokens:
         """Stage (a): texts → normalized bytes + pre-token spans (raw special tokens marked). Bad rows are
         reported in ``PreTokens.status`` (the encoders raise :class:`InputError` naming the first)."""
-        return self.normalizer.pretokenize(TextBatch.from_texts(texts, self.xp), self._special_bytes)
+        return self.normalizer.pretokenize(TextBatch.from_texts(texts, self.xp, self.target), self._special_bytes)
 
     def _wp_args(self) -> tuple:
         t = self.table
@@ -195,7 +195,7 @@ class BertTokenizer:
         """Tokenize a batch. ``texts``: list of str/bytes, NumPy object array of bytes ([n] or [n, 1]),
         a :class:`TextBatch`, or a ``(uint8 buffer, offsets)`` pair on the device."""
         if self.backend == "cudf":
-            pieces, offsets = self._cudf(TextBatch.from_texts(texts, self.xp))
+            pieces, offsets = self._cudf(TextBatch.from_texts(texts, self.xp, self.target))
             return self.pack(pieces, offsets, max_length=max_length, stride=stride,
                              return_overflowing_tokens=return_overflowing_tokens,
                              add_special_tokens=add_special_tokens, dtype=dtype)

@@ -36,8 +36,8 @@ def simulated() -> bool:
 
 
 def gpu_available() -> bool:
-    """True when CuPy imports and sees at least one CUDA device (or the CUDA simulator is on)."""
-    return simulated() or _cupy() is not None
+    """True when CuPy imports and sees at least one CUDA device (never in the CUDA simulator)."""
+    return not simulated() and _cupy() is not None
 
 
 def target_of(device: Device) -> str:
@@ -68,7 +68,7 @@ def get_xp(device: Device = "cpu") -> ModuleType:
 def resolve_device(device: Device) -> str:
     """Map "auto" to the concrete device name ("cpu" or "cuda")."""
     if device == "auto":
-        return "cuda" if gpu_available() else "cpu"
+        return "cuda" if gpu_available() or simulated() else "cpu"
     get_xp(device)  # validates
     return device
 

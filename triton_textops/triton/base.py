@@ -17,7 +17,7 @@ import numpy as np
 from triton_textops.errors import ConfigError, InputError
 from triton_textops.ops.kernels import set_num_threads
 from triton_textops.ops.text import TextBatch, invalid_utf8_rows, pack_host
-from triton_textops.ops.xp import get_xp, to_numpy, tune_host_allocator
+from triton_textops.ops.xp import get_xp, target_of, to_numpy, tune_host_allocator
 from triton_textops.triton import io
 from triton_textops.triton.params import Param, parse_parameters
 
@@ -436,7 +436,7 @@ class TextOpsModel:
         data = np.concatenate([d for d, _ in items])
         shift = np.cumsum([0] + [d.shape[0] for d, _ in items[:-1]])
         offsets = np.concatenate([[0]] + [off[1:] + s for (_, off), s in zip(items, shift)]).astype(np.int64)
-        return TextBatch.upload(data, offsets, self.xp), counts
+        return TextBatch.upload(data, offsets, self.xp, target_of(self.device)), counts
 
     def split_rows(self, arrays: dict[str, Any], counts: np.ndarray, mapping: Any = None) -> list[dict[str, Any]]:
         """Split batch outputs back per request: by text counts, or by a row→text ``mapping``."""

@@ -1,0 +1,86 @@
+"""A quick subset of the oracle tests plus fuzzing, with every kernel array access bounds-checked: a
+kernel that indexed outside an array would raise IndexError here (in production: a crashed stub)."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from textcases import ADVERSARIAL, SENTENCES
+
+from triton_textops import BertTokenizer, InputError, ReadabilityFeatures
+from triton_textops.bundled import austen_paragraphs, vocab_path
+
+tokenizers = pytest.importorskip("tokenizers")
+
+AUSTEN = austen_paragraphs()
+
+
+def test_boundscheck_is_on():
+    """The kernels' device functions, as compiled for the CPU here, really check: an index past the end
+    raises IndexError."""
+    import triton_textops.ops.features  # noqa: F401  (registers same_bytes)
+    from triton_textops.ops import kernels as K
+
+    assert numba.config.BOUNDSCHECK
+    same = K._compiled("same_bytes", "cpu")
+    a = np.zeros(4, dtype=np.uint8)
+    assert same(a, 0, a, 0, 4)
+    with pytest.raises(IndexError):
+        same(a, 2, a, 0, 4)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return BertTokenizer.from_vocab(vocab_path())
+
+
+@pytest.fixture(scope="module")
+def feats():
+    return ReadabilityFeatures.fit(AUSTEN[:300], n_common=30, n_rare=30)
+
+
+def hf_rows(texts, max_length, stride=0, overflow=False):
+    o = tokenizers.BertWordPieceTokenizer(str(vocab_path()), lowercase=True)
+    o.enable_truncation(max_length, stride=stride)
+    rows = [e.ids for enc in o.encode_batch(texts) for e in [enc, *(enc.overflowing if overflow else [])]]
+    return np.array([r + [0] * (max_length - len(r)) for r in rows])
+
+
+@pytest.mark.parametrize("kw", [{"max_length": 128}, {"max_length": 32, "stride": 8, "return_overflowing_tokens": True}])
+def test_oracle_subset(tok, kw):
+    texts = AUSTEN[:150] + ADVERSARIAL
+    overflow = kw.get("return_overflowing_tokens", False)
+    want = hf_rows(texts, kw["max_length"], kw.get("stride", 0), overflow)
+    np.testing.assert_array_equal(tok.encode(texts, **kw).input_ids, want)
+
+
+def test_features_subset(feats):
+    got = feats.transform([t for t, _ in SENTENCES] + AUSTEN[300:340], normalize=False)
+    assert got[: len(SENTENCES), 3].tolist() == [n for _, n in SENTENCES]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.binary(max_size=80) | st.text(max_size=80), max_size=6), st.integers(3, 40), st.integers(0, 20))
+def test_fuzz_never_indexes_out_of_bounds(tok, feats, texts, max_length, stride):
+    for kw in ({"max_length": max_length}, {"max_length": max_length, "stride": min(stride, max_length - 3),
+                                             "return_overflowing_tokens": True}):
+        try:
+            enc = tok.encode(texts, **kw)
+            assert enc.input_ids.shape[1] == max_length
+        except InputError:
+            pass
+    try:
+        feats.transform(texts)
+    except InputError:
+        pass
+
+
+def test_large_and_degenerate_inputs(tok, feats):
+    big = ("Supercalifragilistic " * 10) + "x" * 5_000_000 + " ...!? [CLS] " + "é" * 1000
+    enc = tok.encode([big, ""], max_length=64, stride=16, return_overflowing_tokens=True)
+    assert enc.overflow_to_sample_mapping[-1] == 1
+    assert feats.transform([big, "", " "]).shape == (3, feats.n_features)
+    assert tok.encode([]).input_ids.shape == (0, 128)

@@ -1,0 +1,144 @@
+"""The GPU kernels (numba.cuda.jit, run by the CUDA simulator) give exactly the CPU kernels' arrays, and
+one encode / one preprocess batch stays within its launch and copy budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from textcases import ADVERSARIAL, SENTENCES
+
+from triton_textops import BertTokenizer, InputError, ReadabilityFeatures
+from triton_textops.ops import kernels as K
+from triton_textops.ops.text import Normalizer, TextBatch, pack_host
+
+OUTPUTS = ("input_ids", "attention_mask", "token_type_ids", "overflow_to_sample_mapping")
+EDGE = ["", " ", "\n\t ", "[CLS]", "x[SEP]y [MASK]", "a" * 101, "é" * 100, "Mr. A. B... c?!", "\u00a0\u3000"]
+
+
+@pytest.fixture(scope="module")
+def pair(vocab_path):
+    return BertTokenizer.from_vocab(vocab_path, device="cpu"), BertTokenizer.from_vocab(vocab_path, device="cuda")
+
+
+@pytest.fixture(scope="module")
+def texts(austen):
+    return austen[:40] + ADVERSARIAL + EDGE
+
+
+def assert_same(a, b):
+    for name in OUTPUTS:
+        assert isinstance(b[name], np.ndarray)  # the simulator returns NumPy arrays
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+        assert a[name].dtype == b[name].dtype
+
+
+def test_simulator_is_on(pair):
+    cpu, gpu = pair
+    assert K.SIMULATOR and gpu.target == "cuda" and cpu.target == "cpu"
+
+
+@pytest.mark.parametrize("kw", [
+    {"max_length": 64},
+    {"max_length": 16, "dtype": "int32"},
+    {"max_length": 40, "add_special_tokens": False},
+    {"max_length": 32, "stride": 8, "return_overflowing_tokens": True},
+    {"max_length": 20, "stride": 0, "return_overflowing_tokens": True},
+])
+def test_encode_gpu_equals_cpu(pair, texts, kw):
+    cpu, gpu = pair
+    assert_same(cpu.encode(texts, **kw), gpu.encode(texts, **kw))
+
+
+def test_cased_vocabulary(tmp_path, vocab_path, austen):
+    base = open(vocab_path, encoding="utf-8").read().split("\n")[:-1]
+    path = tmp_path / "cased.txt"
+    path.write_text("\n".join(base + ["The", "Elizabeth", "Café", "##é", "Σ"]) + "\n", encoding="utf-8")
+    cpu = BertTokenizer.from_vocab(path, lowercase=False, device="cpu")
+    gpu = BertTokenizer.from_vocab(path, lowercase=False, device="cuda")
+    texts = austen[:20] + ADVERSARIAL
+    assert_same(cpu.encode(texts, max_length=48), gpu.encode(texts, max_length=48))
+
+
+def test_stages_gpu_equal_cpu(pair, texts):
+    """Stage (a)'s tokens, the flat pieces and pack() agree too."""
+    cpu, gpu = pair
+    pc, pg = cpu.pretokenize(texts), gpu.pretokenize(texts)
+    for t in range(len(texts)):
+        assert pc.tokens(t) == pg.tokens(t)
+    for f in ("text_len", "ntok", "status"):
+        np.testing.assert_array_equal(getattr(pc, f), getattr(pg, f))
+    idx = pc.token_index()
+    for f in ("start", "end", "nchars", "kind", "special"):
+        np.testing.assert_array_equal(getattr(pc, f)[idx], getattr(pg, f)[idx])
+    (a, ao), (b, bo) = cpu.wordpiece(pc), gpu.wordpiece(pg)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(ao, bo)
+    kw = {"max_length": 24, "stride": 4, "return_overflowing_tokens": True}
+    assert_same(cpu.pack(a, ao, **kw), gpu.pack(b, bo, **kw))
+
+
+def test_invalid_utf8_names_the_rows_on_the_gpu(pair):
+    _, gpu = pair
+    with pytest.raises(InputError, match="row 1") as ei:
+        gpu.encode([b"ok", b"bad \xff", b"fine", b"\xe2\x82"])
+    assert list(ei.value.rows) == [1, 3]
+    with pytest.raises(InputError, match="row 0"):
+        gpu.encode([b"\xed\xa0\x80"], max_length=8, stride=2, return_overflowing_tokens=True)
+
+
+def test_device_buffers_as_input(pair, texts):
+    cpu, gpu = pair
+    data, offs = pack_host(texts)
+    assert_same(cpu.encode(texts), gpu.encode((data.copy(), offs.copy())))
+
+
+def test_encode_launch_budget(pair, austen):
+    """Fixed-length rows: at most 6 launches and 1 device-to-host copy; the text goes up as one copy.
+    With overflow windows: at most 2 copies."""
+    _, gpu = pair
+    gpu.encode(austen[:3])  # the special-token tables are uploaded once per tokenizer, not per batch
+    K.COUNTS.clear()
+    gpu.encode(austen[:32], max_length=128)
+    fixed = dict(K.COUNTS)
+    K.COUNTS.clear()
+    gpu.encode(austen[:32], max_length=64, stride=16, return_overflowing_tokens=True)
+    windows = dict(K.COUNTS)
+    assert fixed["launch"] <= 6 and fixed.get("d2h", 0) <= 1 and fixed["h2d"] == 1, fixed
+    assert windows["launch"] <= 6 and windows.get("d2h", 0) <= 2, windows
+
+
+@pytest.fixture(scope="module")
+def features(austen):
+    return ReadabilityFeatures.fit(austen[:400], n_common=20, n_rare=20)
+
+
+def test_features_gpu_equal_cpu_bit_for_bit(features, austen):
+    texts = austen[400:440] + [t for t, _ in SENTENCES] + EDGE + ADVERSARIAL
+    for normalize in (False, True):
+        a = features.transform(texts, normalize=normalize, device="cpu")
+        b = features.transform(texts, normalize=normalize, device="cuda")
+        assert a.dtype == b.dtype == np.float32
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+    assert features.transform([], device="cuda").shape == (0, features.n_features)
+    assert features.transform([t for t, _ in SENTENCES], normalize=False, device="cuda")[:, 3].tolist() == [
+        n for _, n in SENTENCES
+    ]
+
+
+def test_preprocess_launch_budget(pair, features, austen):
+    """The preprocess model's step (tokenize + features from one stage-(a) pass, fixed-length rows):
+    at most 10 launches and 1 device-to-host copy per batch (models/preprocess.py makes these calls)."""
+    _, gpu = pair
+    data, offs = pack_host(austen[:32])
+    gpu.encode(austen[:2])
+    features.transform(austen[:2], device="cuda")  # word tables go up once per device
+    K.COUNTS.clear()
+    pre = gpu.pretokenize(TextBatch.upload(data, offs, np, "cuda"))
+    enc = gpu.encode_pretokens(pre, max_length=128, check=False)
+    x = features.transform_pretokens(pre, check=False)
+    pre.check()
+    counts = dict(K.COUNTS)
+    assert counts["launch"] <= 10 and counts.get("d2h", 0) <= 1 and counts["h2d"] == 1, counts
+    np.testing.assert_array_equal(x, features.transform(austen[:32], device="cpu"))
+    assert enc.input_ids.shape == (32, 128)
+    assert Normalizer.get(True, "cuda").target == "cuda"
