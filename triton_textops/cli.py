@@ -14,6 +14,7 @@ _COMMAND_MODULES = [
     "triton_textops.stub",
     "triton_textops.envs",
     "triton_textops.server",
+    "triton_textops.probe",
     "triton_textops.repo.cli",
     "triton_textops.deploy.cli",
 ]

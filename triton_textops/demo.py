@@ -1,10 +1,12 @@
 """``triton-textops demo`` (``make demo``): the trained readability pipeline in a real tritonserver.
 
 1. finds a tritonserver (or unpacks Triton 2.51.0 from the nvidia-pytriton wheel into the cache);
-2. builds the model runtime venv the Python-backend stub runs in (numpy<2, onnxruntime, treelite);
-3. trains the example (cached under ``.cache/demo/`` of the current directory) and writes its repository;
-4. starts the server, sends the excerpts through ``ensemble_all`` with tritonclient, and also walks the
-   ensemble's steps one model at a time to show the BERT and forest scores behind each blended score;
+2. trains the example (cached under ``.cache/demo/`` of the current directory) and writes its repository, which
+   records what its python models need (``requirements.txt``: onnxruntime, treelite);
+3. builds (once, cached) the model runtime venv the Python-backend stub runs in from that record (numpy<2 + it);
+4. serves the repository as written (``TritonServer(repo)``), sends the excerpts through ``ensemble_all`` with
+   tritonclient, and also walks the ensemble's steps one model at a time to show the BERT and forest scores
+   behind each blended score;
 5. measures latency (one excerpt per request) and throughput (batched and concurrent requests), stops the server.
 
 Excerpts: held-out bundled Austen paragraphs, or a file with one excerpt per line (``-``: stdin).
@@ -124,10 +126,11 @@ def _step(n: int, total: int, what: str) -> Callable[[], None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from triton_textops.examples.readability import DEMO_BERT_WEIGHT, RUNTIME_PACKAGES, TrainConfig
+    from triton_textops.examples.readability import DEMO_BERT_WEIGHT, TrainConfig
     from triton_textops.examples.readability import flesch_kincaid_grade as fk
     from triton_textops.repo import config as cfgmod
-    from triton_textops.server import TritonServer, TritonServerError, find_server, model_runtime_env
+    from triton_textops.repo.generate import REQUIREMENTS_FILE, RepositoryError, read_requirements
+    from triton_textops.server import TritonServer, TritonServerError, find_server, repository_runtime_env
 
     t_start = time.monotonic()
     weight = DEMO_BERT_WEIGHT if args.weight is None else args.weight
@@ -140,26 +143,34 @@ def run(args: argparse.Namespace) -> int:
     install = find_server()
     done(f": {install.executable} ({install.origin})")
 
-    done = _step(2, total, "model runtime venv for the Python-backend stub (numpy<2, " + ", ".join(RUNTIME_PACKAGES) + ")")
-    python_env = model_runtime_env(packages=list(RUNTIME_PACKAGES))
-    done(f": {python_env}")
-
     if args.repository:
-        done = _step(3, total, f"example repository: using {args.repository}")
+        done = _step(2, total, f"example repository: using {args.repository}")
         repo = args.repository
         done()
     else:
         from triton_textops.example import build
 
-        done = _step(3, total, "example: train (or reuse) the models and write the repository")
+        done = _step(2, total, "example: train (or reuse) the models and write the repository")
         if args.artifacts is None:
             args.artifacts = args.cache / "artifacts"
         backends = args.backends or ("native" if args.device == "gpu" else "python")
-        repo, _ = build(args, args.cache / f"repo-{args.device}-{backends}")
+        try:
+            repo, _ = build(args, args.cache / f"repo-{args.device}-{backends}")
+        except RepositoryError as exc:
+            print(f"demo: {exc}", file=sys.stderr)
+            return 1
         done()
 
-    done = _step(4, total, "start tritonserver")
-    server = TritonServer(repo, install=install, python_env=python_env, startup_timeout=300)
+    needs = read_requirements(repo)
+    what = "numpy<2" + "".join(f", {r}" for r in needs or ())
+    done = _step(3, total, f"model runtime venv for the Python-backend stub ({what}: the repository's {REQUIREMENTS_FILE})")
+    if install.from_wheel:
+        done(f": {repository_runtime_env(repo)}")
+    else:
+        done(f": none; {install.origin} server: its own Python environment")
+
+    done = _step(4, total, "start tritonserver on the repository as written")
+    server = TritonServer(repo, install=install, startup_timeout=300)
     try:
         server.start()
     except TritonServerError as err:

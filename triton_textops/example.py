@@ -46,10 +46,14 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--encoder-train", type=int, default=None,
                    help="training texts embedded for the BERT head (default 1000; the encoder dominates)")
     p.add_argument("--instances", type=int, default=1, help="instances of every model")
+    from triton_textops.envs import add_pack_env_options
+
+    add_pack_env_options(p)
 
 
 def build(args: argparse.Namespace, directory: Path, out: object = None) -> tuple[Path, dict]:
     """Train or reuse the artifacts and write the repository; print progress and timings to ``out``."""
+    from triton_textops.envs import pack_env_options
     from triton_textops.examples import readability as rd
 
     out = out or sys.stdout
@@ -68,17 +72,19 @@ def build(args: argparse.Namespace, directory: Path, out: object = None) -> tupl
     print(f"artifacts: {artifacts} ({how})", file=out)
     print(rd.format_report(report), file=out)
     backends = args.backends or ("native" if args.device == "gpu" else "python")
-    repo = rd.build_repository(directory, artifacts, device=args.device, backends=backends, instances=args.instances)
+    repo = rd.build_repository(directory, artifacts, device=args.device, backends=backends, instances=args.instances,
+                               pack_env=pack_env_options(args), log=lambda line: print(line, file=out, flush=True))
     print(f"repository: {repo} (device {args.device}, {backends} backends for bert-large/cuml)", file=out, flush=True)
     return repo, report
 
 
 def run(args: argparse.Namespace) -> int:
-    repo, _ = build(args, Path(args.directory))
-    backends = args.backends or ("native" if args.device == "gpu" else "python")
-    if backends == "python":
-        from triton_textops.examples.readability import RUNTIME_PACKAGES
+    from triton_textops.repo.generate import RepositoryError
 
-        print("its python models need " + " and ".join(RUNTIME_PACKAGES) + " next to numpy<2 in the stub's "
-              f"environment; `triton-textops demo --repository {repo}` sets that up and serves it")
+    try:
+        repo, _ = build(args, Path(args.directory))
+    except RepositoryError as exc:
+        print(f"triton-textops example readability: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"serve it: triton-textops serve {repo}   (score with: triton-textops demo --repository {repo})")
     return 0

@@ -16,7 +16,14 @@ The 24.10 Python-backend stub has two constraints that shape this module:
   first ``python3`` on ``PATH``.
 
 So models run in a separate, cached "model runtime" virtual environment (:func:`model_runtime_env`: ``numpy<2``
-plus this package, linked from its source location) whose ``bin/`` is put first on the server's ``PATH``.
+plus this package, linked from its source location) whose ``bin/`` is put first on the server's ``PATH``. A
+repository written by ``triton-textops repo create`` / ``example readability`` records what its python models import
+besides (``requirements.txt`` at its top); those packages go into that env, so such a repository serves as written.
+
+Each server gets its own prefix for the Python backend's shared-memory regions
+(``--backend-config=python,shm-region-prefix-name=...``), and :meth:`TritonServer.stop` removes the regions of that
+prefix from ``/dev/shm`` once the server has exited, also after a failed start or a killed server (Docker's
+default ``/dev/shm`` is 64 MB: leftover 1-3 MiB regions of a few dozen restarts make every python model fail to load).
 
 Cache layout (``$TRITON_TEXTOPS_CACHE``, default ``$XDG_CACHE_HOME/triton-textops`` or ``~/.cache/triton-textops``)::
 
@@ -45,20 +52,27 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import triton_textops
+
+if TYPE_CHECKING:
+    from triton_textops.probe import ProbeResult
 
 TRITON_VERSION = "2.51.0"
 PYTRITON_REQUIREMENT = "nvidia-pytriton==0.7.0"
 # numpy<2: the 24.10 stub (pybind11 2.10) returns garbage / aborts on BYTES inputs with NumPy 2.
-RUNTIME_REQUIREMENTS: tuple[str, ...] = ("numpy>=1.21,<2",)
+RUNTIME_REQUIREMENTS: tuple[str, ...] = ("numpy>=1.21,<2", "numba>=0.60")  # numba: the ops are kernels
 _WHEEL_PREFIXES = ("pytriton/tritonserver/", "nvidia_pytriton.libs/")
 _COMPLETE = ".complete"
 _LOG_TAIL_CHARS = 20000
+SHM_DIR = Path("/dev/shm")
+SHM_PREFIX = "triton_textops_"  # + <pid of the starting process>_<8 hex>_ ; python_backend appends a UUID
 
 
 class TritonServerError(RuntimeError):
@@ -387,8 +401,10 @@ class TritonServer:
     ``--exit-timeout-secs``: how long a graceful stop waits for in-flight requests and open client connections
     (tritonclient keeps HTTP connections alive) before exiting anyway. ``env`` adds/overrides environment
     variables of the server. ``python_env`` is the venv the Python-backend models run in (its ``bin/`` goes first
-    on ``PATH``); for the wheel server it defaults to :func:`model_runtime_env`, for a system server (NGC
-    container) to the inherited environment. ``extra_args`` are appended to the command line.
+    on ``PATH``); for the wheel server it defaults to :func:`model_runtime_env` with the packages the repository's
+    ``requirements.txt`` records (see :func:`repository_runtime_env`), for a system server (NGC container) to the
+    inherited environment. ``extra_args`` are appended to the command line; one that sets
+    ``shm-region-prefix-name`` for the python backend replaces the server's own prefix (:attr:`shm_prefix`).
 
     Example::
 
@@ -428,6 +444,7 @@ class TritonServer:
         self._log_path: Path | None = None
         self._final_log: str | None = None
         self.command: list[str] = []
+        self.shm_prefix = _own_shm_prefix(self.extra_args)
 
     # -- public properties ------------------------------------------------------------------------------------
     @property
@@ -476,7 +493,7 @@ class TritonServer:
         env.pop("PYTHONHOME", None)
         py_env = self._python_env
         if py_env is None and install.from_wheel:
-            py_env = model_runtime_env()
+            py_env = repository_runtime_env(self.model_repository)
         version = None
         lib_dirs = [str(d) for d in install.lib_dirs if d.is_dir()]
         if py_env is not None:
@@ -498,6 +515,7 @@ class TritonServer:
         """Start the server and wait until it is ready; raise :class:`TritonServerError` with the log if not."""
         if self.running:
             return self
+        _sweep_stale_shm()
         if not self.model_repository.is_dir():
             raise TritonServerError(f"model repository {self.model_repository} is not a directory")
         install = self._install or find_server()
@@ -522,6 +540,9 @@ class TritonServer:
             ]
             if install.from_wheel:
                 self.command.append(f"--cache-directory={install.executable.parent.parent / 'caches'}")
+            self.command += [f"--backend-config={b},shm-region-prefix-name={self.shm_prefix}{b}_"
+                             for b in _python_backends(self.model_repository, backends)
+                             if not _sets_shm_prefix(self.extra_args, b)]
             self.command += self.extra_args
             self._final_log = None
             with open(self._log_path, "wb") as log:
@@ -596,6 +617,8 @@ class TritonServer:
             # stubs left behind (they normally exit with the server) share its process group
             _kill_group(proc.pid)
             self.process = None
+        # the Python backend leaves its regions when the server is killed or exits before its stubs are done
+        remove_shm_regions(self.shm_prefix)
         _LIVE.discard(self)
         if self._log_path is not None and self._final_log is None:
             self._final_log = self.log
@@ -605,6 +628,113 @@ class TritonServer:
             if self._log_path_arg is None:
                 self._log_path = None
         return rc
+
+
+    def probe(self, models: Sequence[str] | None = None, *, timeout: float = 10.0) -> list[ProbeResult]:
+        """Send one tiny real inference to each model of ``models`` (default: every Python-backend model) and
+        return the results; raise :class:`TritonServerError` naming each model that did not answer correctly.
+
+        Unlike ``/v2/health/ready`` this notices a model whose stub process died (:mod:`triton_textops.probe`).
+        """
+        from triton_textops.probe import probe  # noqa: PLC0415
+
+        results = probe(self.http_url, models, timeout=timeout)
+        failed = [r for r in results if not r.ok]
+        if failed or not results:
+            lines = [r.render() for r in failed] or ["no python models to probe (name one)"]
+            raise TritonServerError("liveness probe failed:\n" + "\n".join(lines))
+        return results
+
+
+def repository_runtime_env(repository: str | os.PathLike[str]) -> Path:
+    """The model runtime env for ``repository``: :func:`model_runtime_env` plus the packages its
+    ``requirements.txt`` records (written by ``repo create`` / ``example readability``), cached per package set."""
+    from triton_textops.repo.generate import read_requirements  # noqa: PLC0415
+
+    return model_runtime_env(packages=read_requirements(repository) or ())
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# shared memory of the Python backend
+
+
+def _pid_namespace() -> int:
+    """Inode of this process's pid namespace: a pid in a region name means something only inside it."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def _own_shm_prefix(extra_args: Sequence[str]) -> str:
+    """This server's region prefix: the caller's ``shm-region-prefix-name`` for ``python`` if given, else
+    ``triton_textops_<pid namespace>_<pid>_<random>_`` (per backend, ``<backend>_`` is appended)."""
+    for arg in extra_args:
+        value = _shm_prefix_arg(arg, "python")
+        if value:
+            return value
+    return f"{SHM_PREFIX}{_pid_namespace()}_{os.getpid()}_{uuid.uuid4().hex[:8]}_"
+
+
+def _shm_prefix_arg(arg: str, backend: str) -> str | None:
+    head = f"--backend-config={backend},shm-region-prefix-name="
+    return arg[len(head):] if arg.startswith(head) else None
+
+
+def _sets_shm_prefix(extra_args: Sequence[str], backend: str) -> bool:
+    return any(_shm_prefix_arg(a, backend) is not None for a in extra_args)
+
+
+def _python_backends(repository: Path, backends: Path) -> list[str]:
+    """``python`` plus the Python-based backends (``<backend dir>/<name>/model.py``) the repository's models use:
+    each loads libtriton_python.so under its own name, with its own backend config."""
+    names = {"python"}
+    try:
+        from triton_textops.repo.config import ConfigError, load_config  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - the config schema comes with tritonclient (the 'server' extra)
+        return ["python"]
+    for model in sorted(p for p in repository.iterdir() if (p / "config.pbtxt").is_file()):
+        try:
+            backend = load_config(model).backend
+        except (ConfigError, OSError, ValueError):
+            continue  # the server reports a broken config itself
+        if backend and backend != "python" and (backends / backend / "model.py").is_file():
+            names.add(backend)
+    return sorted(names)
+
+
+def shm_regions(prefix: str) -> list[Path]:
+    """The shared-memory regions in ``/dev/shm`` whose names start with ``prefix``."""
+    if not prefix or not SHM_DIR.is_dir():
+        return []
+    return sorted(p for p in SHM_DIR.iterdir() if p.name.startswith(prefix))
+
+
+def remove_shm_regions(prefix: str) -> list[str]:
+    """Unlink the regions of ``prefix`` (call only once their server has exited); returns their names."""
+    removed = []
+    for region in shm_regions(prefix):
+        with contextlib.suppress(FileNotFoundError):
+            region.unlink()
+            removed.append(region.name)
+    return removed
+
+
+def _sweep_stale_shm() -> None:
+    """Remove regions of earlier TritonServers whose starting process (same pid namespace) no longer exists:
+    what a starter killed before it could stop its server leaves behind."""
+    ns = f"{SHM_PREFIX}{_pid_namespace()}_"
+    for region in shm_regions(ns):
+        pid = region.name[len(ns):].split("_", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(FileNotFoundError):
+                region.unlink()
+        except PermissionError:
+            pass  # alive, another user's
 
 
 def _die_with_parent() -> None:

@@ -56,6 +56,11 @@ def test_cli_manifest_round_trips_and_matches_repository(make_repo, tmp_path, ca
     assert model.storage_uri == URI
     assert model.readiness_probe.http_get.path == "/v2/models/ensemble_all/ready"
     assert model.readiness_probe.http_get.port == 8080
+    assert model.startup_probe.http_get.path == "/v2/models/ensemble_all/ready"
+    # liveness: a real inference (python3 in the Triton image), not /ready, which stays 200 with a dead stub
+    command = model.liveness_probe._exec.command
+    assert command[:2] == ["python3", "-c"] and "/v2/models/" in command[2] and "127.0.0.1:8080" in command[2]
+    assert model.liveness_probe.failure_threshold == 3 and model.liveness_probe.http_get is None
     limits, requests = model.resources.limits, model.resources.requests
     assert limits == requests
     assert limits.get("nvidia.com/gpu") == gpus  # the repository's KIND_GPU sets the GPU count
@@ -121,3 +126,56 @@ def test_cli_error_exit(make_repo, capsys):
     repo = make_repo("gpu", env=False, stub=False)
     assert main(["deploy", "kserve", str(repo), "--storage-uri", URI, "--gpus", "0"]) == 2
     assert "needs 1" in capsys.readouterr().err
+
+
+def test_liveness_script_sends_a_real_inference_and_fails_on_a_wrong_answer(make_repo, tmp_path):
+    """The manifest's exec-probe script, run here against a fake Triton: it POSTs a batch-1 request to the
+    ensemble and exits 0 on a right answer, non-zero (with the reason) on an error answer or a NaN."""
+    import http.server
+    import json
+    import subprocess
+    import sys
+    import threading
+
+    from triton_textops.deploy.kserve import liveness_targets
+    from triton_textops.probe import exec_probe_command
+
+    info = inspect_repository(make_repo("cpu", env=False, stub=False))
+    targets = liveness_targets(info, "ensemble_all")
+    assert [t.model for t in targets] == ["ensemble_all"]  # the ensemble runs every python model
+    (body,) = [t.body for t in targets]
+    assert {i["name"]: (i["datatype"], i["shape"]) for i in body["inputs"]} == {
+        "excerpt": ("BYTES", [1, 1]), "BERT_WEIGHT": ("FP32", [1, 1])}
+    seen, answer = [], {}
+
+    class Fake(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            seen.append((self.path, json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+            status, payload = answer["status"], json.dumps(answer["body"]).encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), Fake)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        cmd = exec_probe_command(targets, port=srv.server_port, timeout=5)
+        cmd[0] = sys.executable
+        good = {"outputs": [{"name": "SCORE", "datatype": "FP32", "shape": [1, 1], "data": [7.5]}]}
+        cases = [(200, good, 0, ""),
+                 (400, {"error": "Stub process 'preprocess_0' is not healthy."}, 1, "not healthy"),
+                 (200, {"outputs": [{"name": "SCORE", "datatype": "FP32", "shape": [1, 1], "data": ["NaN"]}]}, 1,
+                  "not finite"),
+                 (200, {"outputs": []}, 1, "SCORE missing")]
+        for status, payload, rc, why in cases:
+            answer.update(status=status, body=payload)
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            assert res.returncode == rc, (payload, res.stderr)
+            assert why in res.stderr
+    finally:
+        srv.shutdown()
+    assert seen[0] == ("/v2/models/ensemble_all/infer", body)

@@ -67,8 +67,9 @@ def test_cli_archive_layout_environment_and_intact_repository(make_repo, tmp_pat
     with tarfile.open(out) as tar:
         names = tar.getnames()
         members = {m.name: m for m in tar.getmembers()}
-    # model folders at the archive root: no wrapping folder, no ./ prefix, no config.pbtxt at the root
-    assert sorted({n.split("/")[0] for n in names}) == MODELS
+    # model folders at the archive root (next to the repository's requirements record): no wrapping folder, no ./
+    # prefix, no config.pbtxt at the root
+    assert sorted({n.split("/")[0] for n in names}) == sorted([*MODELS, "requirements.txt"])
     assert "config.pbtxt" not in names and not any(n.startswith(("./", "/")) for n in names)
     assert all(f"{m}/config.pbtxt" in names and f"{m}/1" in names for m in MODELS)
     assert all(m.uid == 0 and m.gid == 0 for m in members.values())

@@ -18,10 +18,13 @@ from triton_textops.repo.config import config_to_text, load_config, model_config
 from triton_textops.repo.generate import (
     ENSEMBLE,
     MODELS,
+    REQUIREMENTS_FILE,
     SAMPLE_EXCERPT,
+    SHARED_ENV,
     RepositoryError,
     create_repository,
     plan_repository,
+    read_requirements,
 )
 from triton_textops.testing import load_model, run_ensemble
 from triton_textops.testing import pb_utils as pb
@@ -63,7 +66,12 @@ def test_configs_round_trip_and_match_the_plan(tmp_path, kw, fake_files, backend
     plan = plan_repository(**kw, backends=backends, bert_model=model, forest=fake_files["tl"], warmup=True)
     root = create_repository(tmp_path / "repo", **kw, backends=backends, bert_model=model,
                              forest=fake_files["tl"], warmup=True)
-    assert sorted(p.name for p in root.iterdir()) == sorted(MODELS)
+    assert sorted(p.name for p in root.iterdir()) == sorted([*MODELS, REQUIREMENTS_FILE])
+    # the record of what the python models need: serve / TritonServer build the model env from it
+    want = ["onnxruntime>=1.18", "treelite>=4.1,<5"] if backends == "python" else []
+    assert read_requirements(root) == plan.requirements == want
+    assert plan.python_models == (["preprocess", "bert-large", "cuml", "postprocess"] if backends == "python"
+                                  else ["preprocess", "postprocess"])
     for name, msg in plan.configs.items():
         assert isinstance(msg, model_config_pb2().ModelConfig)
         text = (root / name / "config.pbtxt").read_text()
@@ -191,6 +199,30 @@ def test_python_backends_env_and_stub_wiring(tmp_path, kw, fake_files, env_kind)
         assert s.read_bytes() == b"\x7fELF-stub"
         assert stat.S_IMODE(s.stat().st_mode) == 0o755
     assert not (root / ENSEMBLE / "triton_python_backend_stub").exists()
+
+
+def test_shared_env_is_one_tarball_at_the_top_named_by_every_python_model(tmp_path, kw, fake_files):
+    (tmp_path / "envsrc").mkdir()
+    (tmp_path / "envsrc" / "marker").write_text("x")
+    env = tmp_path / "packed.tar.gz"
+    with tarfile.open(env, "w:gz") as tar:
+        tar.add(tmp_path / "envsrc", arcname=".")
+    root = create_repository(tmp_path / "r", **kw, backends="python", bert_model=fake_files["onnx"],
+                             forest=fake_files["tl"], shared_env=env)
+    assert (root / SHARED_ENV).read_bytes() == env.read_bytes()
+    for name in ("preprocess", "bert-large", "cuml", "postprocess"):
+        cfg = load_config(root / name)
+        assert param(cfg, "EXECUTION_ENV_PATH") == f"$$TRITON_MODEL_DIRECTORY/../{SHARED_ENV}"
+        # what python_backend does with it: the model directory in place of the variable, then realpath
+        assert Path(os.path.realpath(param(cfg, "EXECUTION_ENV_PATH").replace(
+            "$$TRITON_MODEL_DIRECTORY", str(root / name)))) == (root / SHARED_ENV).resolve()
+        assert not list((root / name).glob("*.tar.gz"))
+    assert "EXECUTION_ENV_PATH" not in load_config(root / ENSEMBLE).parameters
+    assert (root / REQUIREMENTS_FILE).read_text().count("# python models: preprocess, bert-large, cuml, postprocess")
+    with pytest.raises(RepositoryError, match="give one execution environment"):
+        plan_repository(**kw, env=env, shared_env=env)
+    with pytest.raises(RepositoryError, match="shared_env: expected a .tar.gz"):
+        plan_repository(**kw, shared_env=fake_files["tl"])
 
 
 def test_errors_name_the_option(tmp_path, kw, fake_files):

