@@ -70,6 +70,9 @@ NUMPY2_FIRST_RELEASE = Release(24, 11)  # pybind11 v2.12.0: stubs before r24.11 
 CMAKE_3_31_FIRST_RELEASE = _R25_08  # cmake_minimum_required(VERSION 3.31.8) from r25.08
 BOOST_URL_FIRST_RELEASE = Release(25, 11)  # TRITON_BOOST_URL cache variable exists from r25.11 (boost 1.80.0)
 REPO_ORGANIZATION_FIRST_RELEASE = Release(24, 3)  # TRITON_REPO_ORGANIZATION exists from r24.03
+# From r23.10 TRITONBACKEND_Initialize (src/python_be.cc) fails unless a stub file exists in the backend's directory
+# (backends/python/): "triton_python_backend_stub is not found. Searched paths: ...", even if every model has its own.
+BACKEND_DIR_STUB_FIRST_RELEASE = Release(23, 10)
 
 # (first release, default python of tritonserver:<YY.MM>-py3)
 _DEFAULT_PYTHON = [
@@ -1112,6 +1115,9 @@ def deployment_instructions(stub: Path, python: PythonInfo, release: Release, ru
         f"  one model:  <model_repository>/<model>/{STUB_NAME}   (checked first)",
         f"  all models: <backend dir>/python/{STUB_NAME}   (e.g. /opt/tritonserver/backends/python/, replaces "
         "the stock stub)",
+        *([f"  {release.branch} also needs a {STUB_NAME} file in <backend dir>/python/ (the stock one will do) even when "
+           "every model has its own: without it the backend does not initialize and every model fails with "
+           f"'{STUB_NAME} is not found'"] if release >= BACKEND_DIR_STUB_FIRST_RELEASE else []),
         f"The server must find {python.instsoname}{rp}: keep it at {python.libdir} on the server or add its "
         "directory to LD_LIBRARY_PATH; an EXECUTION_ENV_PATH env that contains lib/"
         f"{python.instsoname} provides it too (conda-pack envs do).",

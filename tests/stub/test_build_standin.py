@@ -99,6 +99,8 @@ def test_inspect_cli_and_deployment_text(built: tuple[BuildResult, Path, list[st
     assert "<model_repository>/<model>/triton_python_backend_stub" in text
     assert "<backend dir>/python/triton_python_backend_stub" in text
     assert '$$TRITON_MODEL_DIRECTORY/custom_env.tar.gz' in text and "numpy>=1.21,<2" in text
+    assert "r24.10 also needs a triton_python_backend_stub file in <backend dir>/python/" in text
+    assert "also needs" not in deployment_instructions(result.stub, target_python, parse_release("23.09"))
 
 
 def test_inspect_rejects_a_binary_without_libpython(capsys: pytest.CaptureFixture[str]) -> None:
