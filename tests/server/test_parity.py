@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -458,3 +459,70 @@ def test_custom_metrics_identical(fidelity: tuple[TritonServer, Path], loaded: C
         return [*out, tuple(cur[:2]) + tuple(sorted(cur[2:]))]
 
     assert blocks(real_lines) == blocks(mock_lines)
+
+
+def test_server_crashes_where_the_harness_refuses(triton_runtime: object, tmp_path: Path) -> None:
+    """A default-mode model that raises after sending its final response through the sender kills tritonserver
+    2.51; the harness refuses it saying so. A server that survives fails this test."""
+    from triton_helpers import make_repository, start_server
+
+    repo = make_repository(tmp_path / "repo", TESTING_MODELS / "send_then_raise")
+    inputs = {"X": np.array([-1], np.int32)}  # X < 0: sent with the final flag
+    srv = start_server(triton_runtime, repo, "crash: send final then raise")  # type: ignore[arg-type]
+    try:
+        try:
+            server_infer(srv.http_url, "send_then_raise", inputs)  # the response may or may not get out first
+        except Exception:  # noqa: BLE001, S110 - the connection may die with the server
+            pass
+        deadline = time.monotonic() + 20
+        while srv.running and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not srv.running
+        assert "Signal (11) received." in srv.log
+    finally:
+        srv.stop()
+    model = harness.load_model(repo / "send_then_raise")
+    try:
+        _, merr = harness_infer(model, inputs)
+    finally:
+        model.finalize()
+    assert merr is not None and "tritonserver 2.51 crashes here" in merr
+
+
+def test_metric_error_texts_identical_or_server_crash(triton_runtime: object, tmp_path: Path) -> None:
+    """Each unsupported metric operation: the server's error text equals the harness's, unless the server crashed
+    (2.51 dies at random on these calls: boost::interprocess::lock_exception); then it is restarted."""
+    import warnings
+
+    from triton_helpers import make_repository, start_server
+
+    repo = make_repository(tmp_path / "repo", TESTING_MODELS / "metric_errors")
+    model = harness.load_model(repo / "metric_errors")
+    srv = None
+    answered = 0
+    try:
+        for op in range(10):
+            if srv is None or not srv.running:
+                if srv is not None:
+                    srv.stop()
+                srv = start_server(triton_runtime, repo, f"metric errors from op {op}")  # type: ignore[arg-type]
+            inputs = {"OP": np.array([op], np.int32)}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mock, merr = harness_infer(model, inputs)
+            try:
+                real, err = server_infer(srv.http_url, "metric_errors", inputs)
+            except Exception:  # noqa: BLE001 - the connection died with the server
+                real, err = {}, "connection lost"
+            time.sleep(0.3)
+            if not srv.running:
+                assert "lock_exception" in srv.log or "Signal (" in srv.log
+                continue
+            assert err is None and merr is None
+            assert real["INFO"][0] == mock["INFO"][0]
+            answered += 1
+    finally:
+        model.finalize()
+        if srv is not None:
+            srv.stop()
+    assert answered >= 3  # the three creation errors never reach the server's metric code

@@ -1425,9 +1425,9 @@ class Metric(_Bound):
     """One labelled metric of a :class:`MetricFamily` (``family.Metric(labels=..., buckets=...)``).
 
     [E] 2.51: an unsupported operation raises ``Failed to <op> metric value: Failed to process the request
-    for model '<instance>', message: <core message>``; ``observe`` on a gauge and ``increment`` on a
-    histogram crash the server (boost::interprocess::lock_exception), so the mock refuses them saying so;
-    once the family object is deleted every operation fails (the metric is gone from ``/metrics``).
+    for model '<instance>', message: <core message>`` - or crashes the server (boost::interprocess::
+    lock_exception, signal 6; seen for every kind of unsupported call, at random): the mock raises the text
+    and warns. Once the family object is deleted every operation fails (the metric leaves ``/metrics``).
     """
 
     def __init__(self, family: MetricFamily, labels: dict[str, str], buckets: list[float] | None) -> None:
@@ -1449,23 +1449,22 @@ class Metric(_Bound):
     def _fail(self, op: str, what: str) -> TritonModelException:
         cur = _runtime.current
         instance = cur.instance_name if cur is not None else ""
+        warnings.warn(
+            "[pb_utils mock] an unsupported metric operation: tritonserver 2.51 answers it with an error or, at "
+            "random, crashes (boost::interprocess::lock_exception)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return TritonModelException(
             f"Failed to {op} metric value: Failed to process the request for model '{instance}', message: "
             f"TRITONSERVER_METRIC_KIND_{_KIND_NAMES[self._kind]} {what}"
-        )
-
-    @staticmethod
-    def _crash(call: str) -> TritonModelException:
-        return TritonModelException(
-            f"[pb_utils mock] {call} crashes tritonserver 2.51 (boost::interprocess::lock_exception, signal 6); "
-            "the real server does not survive this call"
         )
 
     def increment(self, value: float) -> None:
         """Add ``value`` (counters: non-negative only; not for histograms)."""
         self._check("increment")
         if self._kind == MetricFamily.HISTOGRAM:
-            raise self._crash("Metric.increment() on a histogram")
+            raise self._fail("increment", "does not support Increment")
         if self._kind == MetricFamily.COUNTER and value < 0:
             raise self._fail("increment", "can only be incremented monotonically by non-negative values.")
         self._value += float(value)
@@ -1480,8 +1479,6 @@ class Metric(_Bound):
     def observe(self, value: float) -> None:
         """Record one observation in a histogram."""
         self._check("observe")
-        if self._kind == MetricFamily.GAUGE:
-            raise self._crash("Metric.observe() on a gauge")
         if self._kind != MetricFamily.HISTOGRAM:
             raise self._fail("observe", "does not support Observe")
         self._observations.append(float(value))

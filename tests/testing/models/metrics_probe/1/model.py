@@ -4,14 +4,6 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
-def attempt(fn):
-    try:
-        fn()
-    except pb_utils.TritonModelException as exc:
-        return str(exc)
-    return "ok"
-
-
 class TritonPythonModel:
     def initialize(self, args):
         name = args["model_name"]
@@ -41,18 +33,6 @@ class TritonPythonModel:
                 "count": self.count.value(),
                 "last": self.last.value(),
                 "total": self.total.value(),
-                # operations a kind does not support (gauge.observe and histogram.increment are left out:
-                # they crash tritonserver 2.51)
-                "errors": [
-                    attempt(lambda: self.count.increment(-1)),
-                    attempt(lambda: self.count.set(1.0)),
-                    attempt(lambda: self.count.observe(1.0)),
-                    attempt(lambda: self.hist.value()),
-                    attempt(lambda: self.hist.set(1.0)),
-                    attempt(lambda: self.sizes.Metric(labels={"a": "b"})),
-                    attempt(lambda: self.requests.Metric(buckets=[1.0])),
-                    attempt(lambda: self.requests.Metric(labels="x")),
-                ],
             }
             out = pb_utils.Tensor("INFO", np.array([json.dumps(info).encode()], dtype=object))
             responses.append(pb_utils.InferenceResponse([out]))
