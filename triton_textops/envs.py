@@ -771,11 +771,33 @@ def pack_repository_env(
                               extra=list(requirements), work_dir=Path(tmp) / "work")
         log(plan.render())
         out = pack_env(plan, log=log)
-    rep = check_env(out, release=release, backends=plan.backends)
+    stub = None
+    if plan.python_version != default_python_for(release):
+        # not the stock stub's Python: fine for the server that runs here (its stub matches), which is checked
+        stub = _local_stub(plan.python_version)
+        log(f"note: the env has Python {plan.python_version}; tritonserver:{release}-py3 embeds Python "
+            f"{default_python_for(release)} (use --env-python {default_python_for(release)} for that image)"
+            + (f"; checked against the local server's stub {stub}" if stub else ""))
+    rep = check_env(out, stub=stub, release=release, backends=plan.backends)
     log(rep.render())
     if not rep.ok:
         raise RuntimeError(f"the packed env {out} does not pass env check (see above)")
     return out
+
+
+def _local_stub(python_version: str) -> Path | None:
+    """The stub the local server (:func:`triton_textops.server.find_server`) runs for ``python_version``."""
+    from triton_textops.server import TritonServerError, find_server  # noqa: PLC0415
+
+    try:
+        install = find_server()
+    except TritonServerError:
+        return None
+    if install.stubs is not None:
+        stub = install.stubs / python_version / "triton_python_backend_stub"
+    else:
+        stub = install.backends / "python" / "triton_python_backend_stub"
+    return stub if stub.is_file() else None
 
 
 # --------------------------------------------------------------------------------------------------
