@@ -648,10 +648,34 @@ class TritonServer:
 
 def repository_runtime_env(repository: str | os.PathLike[str]) -> Path:
     """The model runtime env for ``repository``: :func:`model_runtime_env` plus the packages its
-    ``requirements.txt`` records (written by ``repo create`` / ``example readability``), cached per package set."""
+    ``requirements.txt`` records (written by ``repo create`` / ``example readability``), cached per package set.
+    When every python model names its own ``EXECUTION_ENV_PATH`` (``--pack-env``) those run there, so the record
+    is not installed again."""
     from triton_textops.repo.generate import read_requirements  # noqa: PLC0415
 
-    return model_runtime_env(packages=read_requirements(repository) or ())
+    packages = read_requirements(repository) or ()
+    if packages and _all_python_models_have_env(Path(repository)):
+        packages = ()
+    return model_runtime_env(packages=packages)
+
+
+def _all_python_models_have_env(repository: Path) -> bool:
+    try:
+        from triton_textops.repo.config import ConfigError, load_config  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - the config schema comes with tritonclient (the 'server' extra)
+        return False
+    found = False
+    for model in sorted(p for p in repository.iterdir() if (p / "config.pbtxt").is_file()):
+        try:
+            cfg = load_config(model)
+        except (ConfigError, OSError, ValueError):
+            return False
+        if cfg.backend == "python":
+            env = cfg.parameters.get("EXECUTION_ENV_PATH")
+            if env is None or not env.string_value:
+                return False
+            found = True
+    return found
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -804,7 +828,8 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     print(f"tritonserver ready in {time.monotonic() - t0:.1f}s serving {server.model_repository}\n"
           f"  HTTP    {server.http_url}\n  gRPC    {server.grpc_url}\n  metrics {server.metrics_url}\n"
-          f"  log     {server.log_path}\nPress Ctrl-C to stop.", flush=True)
+          f"  log     {server.log_path}\n  probe   triton-textops probe {server.http_url}\n"
+          "Press Ctrl-C to stop.", flush=True)
     try:
         while server.running:
             time.sleep(0.5)

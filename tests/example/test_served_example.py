@@ -136,13 +136,13 @@ def test_cli_serve_then_probe_as_a_user_types_it(example, excerpts) -> None:
 
 def test_pack_env_repository_serves_from_the_shared_packed_env(example, excerpts, tmp_path) -> None:
     """`example readability DIR --pack-env`: one python_env.tar.gz at the top, named by every python model through
-    $$TRITON_MODEL_DIRECTORY/..; served with its record removed, so the server's own model env has no onnxruntime or
-    treelite and bert-large/cuml can only load from the packed env."""
+    $$TRITON_MODEL_DIRECTORY/..; TritonServer(DIR) then leaves the record out of its own model env (no onnxruntime or
+    treelite there), so bert-large/cuml can only load from the packed env."""
     pytest.importorskip("venv_pack")
     from triton_textops.cli import main
     from triton_textops.repo.config import load_config
     from triton_textops.repo.generate import REQUIREMENTS_FILE, SHARED_ENV
-    from triton_textops.server import TritonServer
+    from triton_textops.server import TritonServer, model_runtime_env, repository_runtime_env
 
     repo = tmp_path / "repo"
     rc = main(["example", "readability", str(repo), "--limit", "160", "--artifacts", str(example.artifacts.parent),
@@ -152,7 +152,9 @@ def test_pack_env_repository_serves_from_the_shared_packed_env(example, excerpts
     for model in ("preprocess", "bert-large", "cuml", "postprocess"):
         param = load_config(repo / model).parameters["EXECUTION_ENV_PATH"].string_value
         assert param == f"$$TRITON_MODEL_DIRECTORY/../{SHARED_ENV}"
-    (repo / REQUIREMENTS_FILE).unlink()
+    assert (repo / REQUIREMENTS_FILE).is_file()
+    assert repository_runtime_env(repo) == model_runtime_env()  # numpy<2 + triton_textops only
+    assert "onnxruntime" not in (model_runtime_env() / ".complete").read_text()
     with TritonServer(repo, startup_timeout=300) as server:
         assert sorted(r.model for r in server.probe()) == ["bert-large", "cuml", "postprocess", "preprocess"]
         import tritonclient.http as httpclient
