@@ -24,8 +24,6 @@ from triton_helpers import MODELS, Runtime, make_repository, server_infer, start
 
 from triton_textops.server import TritonServer, TritonServerError, shm_regions
 
-pytestmark = pytest.mark.server
-
 SHM = Path("/dev/shm")
 
 
@@ -71,6 +69,7 @@ def _status(url: str) -> int:
         return exc.code
 
 
+@pytest.mark.server
 def test_dev_shm_unchanged_after_start_requests_failed_load_and_stop(triton_runtime: Runtime, tmp_path: Path) -> None:
     repo = make_repository(tmp_path / "repo", "add_sub", "env_probe")
     broken = repo / "broken"
@@ -106,6 +105,7 @@ def test_dev_shm_unchanged_after_start_requests_failed_load_and_stop(triton_runt
         assert _shm() == before
 
 
+@pytest.mark.server
 def test_failed_start_leaves_no_regions(triton_runtime: Runtime, tmp_path: Path) -> None:
     repo = make_repository(tmp_path / "repo", "env_probe")
     (repo / "env_probe" / "1" / "model.py").write_text("raise RuntimeError('broken on purpose')\n")
@@ -117,6 +117,7 @@ def test_failed_start_leaves_no_regions(triton_runtime: Runtime, tmp_path: Path)
     assert shm_regions(server.shm_prefix) == []
 
 
+@pytest.mark.server
 def test_probe_notices_a_dead_stub_that_ready_does_not(triton_runtime: Runtime, tmp_path: Path) -> None:
     from triton_textops.cli import main
     from triton_textops.deploy import inspect_repository
@@ -157,3 +158,33 @@ def test_probe_notices_a_dead_stub_that_ready_does_not(triton_runtime: Runtime, 
         left = shm_regions(server.shm_prefix)
     assert shm_regions(server.shm_prefix) == []
     print(f"regions a killed server left and stop() removed: {len(left)}")
+
+
+@pytest.mark.skipif(not SHM.is_dir(), reason="no /dev/shm")
+def test_stale_regions_of_a_dead_starter_are_swept_and_live_ones_kept(tmp_path: Path) -> None:
+    """What a starter killed before it could stop its server leaves is removed by the next start; regions of a
+    live starter (or another pid namespace) are not touched."""
+    from triton_textops.server import SHM_PREFIX, _pid_namespace, _sweep_stale_shm
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)  # exited: nothing has this pid now (a reuse within the test is very unlikely)
+    ns = _pid_namespace()
+    names = {"dead": f"{SHM_PREFIX}{ns}_{dead_pid}_0badc0de_python_region",
+             "live": f"{SHM_PREFIX}{ns}_{os.getppid()}_0badc0de_python_region",
+             "other_ns": f"{SHM_PREFIX}{ns + 1}_{dead_pid}_0badc0de_python_region"}
+    try:
+        for name in names.values():
+            (SHM / name).write_bytes(b"x")
+        _sweep_stale_shm()
+        assert not (SHM / names["dead"]).exists()
+        assert (SHM / names["live"]).exists() and (SHM / names["other_ns"]).exists()
+    finally:
+        for name in names.values():
+            (SHM / name).unlink(missing_ok=True)
+
+
+def test_own_prefix_per_server_or_the_callers() -> None:
+    a, b = TritonServer("."), TritonServer(".")
+    assert a.shm_prefix != b.shm_prefix and a.shm_prefix.startswith("triton_textops_")
+    given = TritonServer(".", extra_args=["--backend-config=python,shm-region-prefix-name=mine_"])
+    assert given.shm_prefix == "mine_"
