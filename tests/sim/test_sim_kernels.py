@@ -9,6 +9,7 @@ from textcases import ADVERSARIAL, SENTENCES
 
 from triton_textops import BertTokenizer, InputError, ReadabilityFeatures
 from triton_textops.ops import kernels as K
+from triton_textops.ops.preprocess import preprocess
 from triton_textops.ops.text import Normalizer, TextBatch, pack_host
 
 OUTPUTS = ("input_ids", "attention_mask", "token_type_ids", "overflow_to_sample_mapping")
@@ -126,19 +127,22 @@ def test_features_gpu_equal_cpu_bit_for_bit(features, austen):
 
 
 def test_preprocess_launch_budget(pair, features, austen):
-    """The preprocess model's step (tokenize + features from one stage-(a) pass, fixed-length rows):
-    at most 10 launches and 1 device-to-host copy per batch (models/preprocess.py makes these calls)."""
-    _, gpu = pair
-    data, offs = pack_host(austen[:32])
-    gpu.encode(austen[:2])
-    features.transform(austen[:2], device="cuda")  # word tables go up once per device
+    """The preprocess model's step (BERT rows + features, fixed-length rows): at most 10 launches and
+    1 device-to-host copy per batch, the text up as one copy; GPU == CPU, features bit for bit."""
+    cpu, gpu = pair
+    texts = austen[:32] + EDGE
+    data, offs = pack_host(texts)
+    preprocess(gpu, features, austen[:2])  # word tables go up once per device
     K.COUNTS.clear()
-    pre = gpu.pretokenize(TextBatch.upload(data, offs, np, "cuda"))
-    enc = gpu.encode_pretokens(pre, max_length=128, check=False)
-    x = features.transform_pretokens(pre, check=False)
-    pre.check()
+    enc, x = preprocess(gpu, features, TextBatch.upload(data, offs, np, "cuda"), max_length=64)
     counts = dict(K.COUNTS)
     assert counts["launch"] <= 10 and counts.get("d2h", 0) <= 1 and counts["h2d"] == 1, counts
-    np.testing.assert_array_equal(x, features.transform(austen[:32], device="cpu"))
-    assert enc.input_ids.shape == (32, 128)
+    enc_c, x_c = preprocess(cpu, features, texts, max_length=64)
+    assert_same(enc_c, enc)
+    np.testing.assert_array_equal(x_c.view(np.uint32), x.view(np.uint32))
+    np.testing.assert_array_equal(x_c, features.transform(texts))
+    np.testing.assert_array_equal(enc_c.input_ids, cpu.encode(texts, max_length=64).input_ids)
+    # the staged path (overflow windows) uses the same stage (a) for both outputs
+    pre = gpu.pretokenize(texts)
+    np.testing.assert_array_equal(features.transform_pretokens(pre), x_c)
     assert Normalizer.get(True, "cuda").target == "cuda"

@@ -14,6 +14,7 @@ from triton_textops.errors import ConfigError
 from triton_textops.models.features import FEATURE_PARAMS, load_features
 from triton_textops.models.tokenize import TOKENIZER_PARAMS, load_tokenizer
 from triton_textops.models.tokenize import TritonPythonModel as Tokenize
+from triton_textops.ops.preprocess import preprocess
 from triton_textops.triton.base import TensorSpec, TextOpsModel
 
 
@@ -41,12 +42,15 @@ class TritonPythonModel(TextOpsModel):
     def compute(self, items: list[Any]) -> list[dict[str, Any]]:
         batch, counts = self.text_batch(items)
         p, tok = self.params, self.tokenizer
-        pre = tok.pretokenize(batch)  # one normalization + pre-tokenization pass serves both outputs
         overflow = p["return_overflowing_tokens"]
-        enc = tok.encode_pretokens(pre, max_length=p["max_length"], stride=p["stride"],
-                                   return_overflowing_tokens=overflow, dtype=self.ids_dtype(), check=False)
-        feats = self.features.transform_pretokens(pre, normalize=p["normalize"], check=False)
-        pre.check()  # rows were checked in read(); the batch's one device-to-host copy
+        if overflow:  # windows change the row count: stage (a) once, then tokens and features from it
+            pre = tok.pretokenize(batch)
+            enc = tok.encode_pretokens(pre, max_length=p["max_length"], stride=p["stride"],
+                                       return_overflowing_tokens=True, dtype=self.ids_dtype())
+            feats = self.features.transform_pretokens(pre, normalize=p["normalize"], check=False)
+        else:  # one kernel: each text read once for the BERT rows and the features
+            enc, feats = preprocess(tok, self.features, batch, max_length=p["max_length"],
+                                    normalize=p["normalize"], dtype=self.ids_dtype())
         mapping = enc.overflow_to_sample_mapping
         rows = self.split_rows({"input_ids": enc.input_ids, "attention_mask": enc.attention_mask,
                                 "overflow_to_sample_mapping": mapping.reshape(-1, 1)}, counts,

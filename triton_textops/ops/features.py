@@ -34,7 +34,7 @@ from triton_textops.ops import features_dask
 from triton_textops.ops import kernels as K
 from triton_textops.ops.corpus import FIT_CHUNK, pretokenized_chunks
 from triton_textops.ops.hashtable import ByteTable, find_bytes, fnv_step
-from triton_textops.ops.text import Normalizer, PreTokens, TextBatch
+from triton_textops.ops.text import END, KIND, NCHARS, NTOK, START, STATUS, Normalizer, PreTokens, TextBatch
 from triton_textops.ops.xp import get_xp, resolve_device, target_of
 
 try:
@@ -174,30 +174,30 @@ def is_abbreviation(data, s, e, abbr, abbr_off, n_abbr):
 
 
 @K.device
-def adjacent(start, end, k, j):
+def adjacent(tok, k, j):
     """Token ``j`` starts where token ``k`` ends (no whitespace between them)."""
-    return start[j] == end[k]
+    return tok[START, j] == tok[END, k]
 
 
 @K.device
-def sentence_end(data, start, end, kind, nchars, k, k0, k_end, abbr, abbr_off, n_abbr):
+def sentence_end(data, tok, k, k0, k_end, abbr, abbr_off, n_abbr):
     """True when the terminator token ``k`` (the last of its run) ends a sentence (features.md): (a) after
     it and any adjacent closing tokens comes whitespace or the end of the text (tokens ``k0 .. k_end - 1``
     are the text's), and (b) it is not a single ``.`` glued to a one-character word or an abbreviation."""
     j = k
-    while j + 1 < k_end and adjacent(start, end, j, j + 1) and kind[j + 1] == 1 \
-            and punct_code(data, start[j + 1], end[j + 1]) == 3:
+    while j + 1 < k_end and adjacent(tok, j, j + 1) and tok[KIND, j + 1] == 1 \
+            and punct_code(data, tok[START, j + 1], tok[END, j + 1]) == 3:
         j += 1
-    if j + 1 < k_end and adjacent(start, end, j, j + 1):
+    if j + 1 < k_end and adjacent(tok, j, j + 1):
         return False
-    if punct_code(data, start[k], end[k]) == 1 and k > k0 and kind[k - 1] == 0 and adjacent(start, end, k - 1, k):
-        if nchars[k - 1] == 1 or is_abbreviation(data, start[k - 1], end[k - 1], abbr, abbr_off, n_abbr):
+    if punct_code(data, tok[START, k], tok[END, k]) == 1 and k > k0 and tok[KIND, k - 1] == 0 and adjacent(tok, k - 1, k):
+        if tok[NCHARS, k - 1] == 1 or is_abbreviation(data, tok[START, k - 1], tok[END, k - 1], abbr, abbr_off, n_abbr):
             return False
     return True
 
 
 @K.device
-def features_text(t, data, offs, ntok, start, end, nchars, kind, status, slots, pool, mask, max_probe,
+def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
                   is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
     """The features of text ``t`` into row ``x[t]``: counts by one pass over its tokens, distinct words
     through a per-text hash set in ``seen`` (the text's region of 4 slots per input byte)."""
@@ -205,13 +205,13 @@ def features_text(t, data, offs, ntok, start, end, nchars, kind, status, slots, 
     for j in range(width):
         x[t, j] = 0
     k0 = offs[t]
-    k_end = k0 + ntok[t]
-    if status[t] != 0:
+    k_end = k0 + txt[NTOK, t]
+    if txt[STATUS, t] != 0:
         k_end = k0
     # per-text set of distinct words: 2 * words slots at least (a power of two inside the text's region)
     nw_all = 0
     for k in range(k0, k_end):
-        if kind[k] == 0:
+        if tok[KIND, k] == 0:
             nw_all += 1
     size = 0 if nw_all == 0 else 1  # < 4 * words: inside the text's region, never a neighbour's
     while size < 2 * nw_all:
@@ -226,17 +226,17 @@ def features_text(t, data, offs, ntok, start, end, nchars, kind, status, slots, 
     n_ends = 0
     since_end = 0
     for k in range(k0, k_end):
-        s = start[k]
-        e = end[k]
-        if kind[k] == 1:
+        s = tok[START, k]
+        e = tok[END, k]
+        if tok[KIND, k] == 1:
             n_punct += 1
             code = punct_code(data, s, e)
             if code == 1 or code == 2:
                 last_of_run = True
-                if k + 1 < k_end and adjacent(start, end, k, k + 1) and kind[k + 1] == 1:
-                    nxt = punct_code(data, start[k + 1], end[k + 1])
+                if k + 1 < k_end and adjacent(tok, k, k + 1) and tok[KIND, k + 1] == 1:
+                    nxt = punct_code(data, tok[START, k + 1], tok[END, k + 1])
                     last_of_run = not (nxt == 1 or nxt == 2)
-                if last_of_run and sentence_end(data, start, end, kind, nchars, k, k0, k_end, abbr, abbr_off, n_abbr):
+                if last_of_run and sentence_end(data, tok, k, k0, k_end, abbr, abbr_off, n_abbr):
                     n_ends += 1
                     since_end = 0
             continue
@@ -259,7 +259,7 @@ def features_text(t, data, offs, ntok, start, end, nchars, kind, status, slots, 
                 seen[base + slot] = k
                 n_distinct += 1
                 break
-            if end[other] - start[other] == e - s and same_bytes(data, start[other], data, s, e - s):
+            if tok[END, other] - tok[START, other] == e - s and same_bytes(data, tok[START, other], data, s, e - s):
                 break
             slot = (slot + 1) & (size - 1)
     n_sent = n_ends + (1 if since_end > 0 else 0)
@@ -276,17 +276,17 @@ def features_text(t, data, offs, ntok, start, end, nchars, kind, status, slots, 
             x[t, j] = (x[t, j] - mean[j]) / std[j]
 
 
-def _features_cpu(n, data, offs, ntok, start, end, nchars, kind, status, slots, pool, mask, max_probe,
+def _features_cpu(n, data, offs, tok, txt, slots, pool, mask, max_probe,
                   is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
     for t in prange(n):
-        features_text(t, data, offs, ntok, start, end, nchars, kind, status, slots, pool, mask, max_probe,
+        features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
                       is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
 
 
-def _features_gpu(n, data, offs, ntok, start, end, nchars, kind, status, slots, pool, mask, max_probe,
+def _features_gpu(n, data, offs, tok, txt, slots, pool, mask, max_probe,
                   is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        features_text(t, data, offs, ntok, start, end, nchars, kind, status, slots, pool, mask, max_probe,
+        features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
                       is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
 
 
@@ -561,6 +561,14 @@ class ReadabilityFeatures:
             self._tables[device] = t
         return t
 
+    def kernel_args(self, device: str, n_bytes: int, x: Any, normalize: bool) -> tuple:
+        """What the features kernels read besides stage (a): word table, stop-word and column maps,
+        abbreviations, a scratch set for distinct words (4 slots per input byte), the output, mean/std."""
+        t = self._device_tables(device)
+        seen = t["xp"].empty(4 * n_bytes, dtype=np.int32)
+        return (t["slots"], t["pool"], t["mask"], t["max_probe"], t["is_stop"], t["col"], t["abbr"],
+                t["abbr_off"], t["n_abbr"], seen, x, t["mean"], t["std"], normalize)
+
     def transform(self, texts: Any, *, normalize: bool = True, device: str = "cpu") -> Any:
         """Features of a batch: float32 array (n, 7 + n_common + n_rare) of the device's array module.
 
@@ -579,20 +587,17 @@ class ReadabilityFeatures:
         its UTF-8 status to the caller (:meth:`PreTokens.check`)."""
         if pre.lowercase != self.lowercase:
             raise ValueError("pre-tokens were normalized with another casing than the features were fitted with")
-        t = self._device_tables(_device_of(pre))
         xp = pre.xp
         x = xp.empty((pre.n, self.n_features), dtype=np.float32)
         if pre.n:
-            seen = xp.empty(4 * int(pre.start.shape[0]), dtype=np.int32)
-            K.launch(pre.target, FEATURES, pre.n, pre.data, pre.offs, pre.ntok, pre.start, pre.end, pre.nchars,
-                     pre.kind, pre.status, t["slots"], t["pool"], t["mask"], t["max_probe"], t["is_stop"],
-                     t["col"], t["abbr"], t["abbr_off"], t["n_abbr"], seen, x, t["mean"], t["std"], normalize)
+            K.launch(pre.target, FEATURES, pre.n, pre.data, pre.offs, pre.tok, pre.txt,
+                     *self.kernel_args(device_of(pre), int(pre.tok.shape[1]), x, normalize))
         if check:
             pre.check()
         return x
 
 
-def _device_of(pre: PreTokens) -> str:
+def device_of(pre: PreTokens) -> str:
     """The device name of ``pre``'s arrays ("cpu" or "cuda:N")."""
     if pre.target == "cpu":
         return "cpu"

@@ -34,24 +34,39 @@ def slot_of(h: int, mask: int) -> int:
     return (h ^ (h >> 15)) & mask
 
 
+HEAD = 4  # bytes of each string kept in its slot: short strings are verified without reading the pool
+_KEY, _OFF, _LEN, _ID, _PREFIXED, _HEAD_TAIL, _HEAD = range(7)  # columns of a slot
+
+
+def _head(b: bytes) -> int:
+    """The first ``HEAD`` bytes, little-endian, zeros after (the kernels' ``head_of``)."""
+    return int.from_bytes(b[:HEAD].ljust(HEAD, b"\0"), "little")
+
+
 class ByteTable:
-    """Strings -> ids as an open-addressing table: ``slots`` (S, 4) int32 rows of (31-bit key or -1,
-    offset of the string in ``pool``, its byte length, its id); ``max_probe``: the longest probe run."""
+    """Strings -> ids as an open-addressing table for the kernels.
+
+    ``slots`` (S, 8) int32, one 32-byte row per slot: 31-bit key (-1: empty), offset of the string in
+    ``pool``, its byte length, its id, whether it starts with ``##``, the first 4 bytes after that
+    ``##``, the first 4 bytes of the string. A probe reads one cache line; strings of up to 4 bytes
+    (after the prefix) are verified from the slot alone. ``max_probe``: the longest probe run."""
 
     def __init__(self, strings: dict[str, int]) -> None:
         ids = list(strings.values())
         strings = [t.encode("utf-8") for t in strings]
         size = 1 << max(4, (2 * max(len(strings), 1) - 1).bit_length())  # load factor <= 1/2
         mask = size - 1
-        slots = np.full((size, 4), -1, dtype=np.int32)
+        slots = np.full((size, 8), -1, dtype=np.int32)
         pool = bytearray()
         max_probe = 0
         for s, i in zip(strings, ids):
             h = fnv_host(s)
             j, probes = slot_of(h, mask), 0
-            while slots[j, 0] >= 0:
+            while slots[j, _KEY] >= 0:
                 j, probes = (j + 1) & mask, probes + 1
-            slots[j] = (h & 0x7FFFFFFF, len(pool), len(s), i)
+            pre = s.startswith(b"##")
+            row = (h & 0x7FFFFFFF, len(pool), len(s), i, int(pre), _head(s[2:] if pre else b""), _head(s), 0)
+            slots[j] = np.array(row, dtype=np.int64).astype(np.uint32).view(np.int32)
             pool += s
             max_probe = max(max_probe, probes)
         self.slots = slots
@@ -71,28 +86,37 @@ def fnv_step(h, b):
 
 
 @K.device
+def head_of(data, p, ln):
+    """The first min(ln, 4) bytes of ``data[p:]``, little-endian (zeros after), as the slots keep them."""
+    h = 0
+    m = ln if ln < 4 else 4
+    for j in range(m):
+        h |= int(data[p + j]) << (8 * j)
+    return h
+
+
+@K.device
 def find_bytes(h, data, p, ln, plen, slots, pool, mask, max_probe):
-    """Id of the string equal to ``"#" * plen + data[p:p+ln]`` (``h``: its hash), or -1."""
+    """Id of the string equal to ``"##"[:plen] + data[p:p+ln]`` (``plen`` 0 or 2; ``h``: its hash), or -1."""
     key = h & 0x7FFFFFFF
     s = (h ^ (h >> 15)) & mask
+    head = -1
     for _ in range(max_probe + 1):
         sk = slots[s, 0]
         if sk < 0:
             return -1
-        if sk == key and slots[s, 2] == ln + plen:
-            off = slots[s, 1]
-            ok = True
-            for j in range(plen):
-                if pool[off + j] != 35:
-                    ok = False
-            if ok:
-                for j in range(ln):
-                    if pool[off + plen + j] != data[p + j]:
+        if sk == key and slots[s, 2] == ln + plen and (plen == 0 or slots[s, 4] == 1):
+            if head < 0:
+                head = head_of(data, p, ln)
+            want = slots[s, 5] if plen else slots[s, 6]
+            if (int(want) & 0xFFFFFFFF) == head:
+                ok = True
+                off = slots[s, 1] + plen
+                for j in range(4, ln):
+                    if pool[off + j] != data[p + j]:
                         ok = False
                         break
-            if ok:
-                return slots[s, 3]
+                if ok:
+                    return slots[s, 3]
         s = (s + 1) & mask
     return -1
-
-

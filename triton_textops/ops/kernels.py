@@ -39,14 +39,14 @@ def device(fn: Callable) -> Callable:
     return fn
 
 
-def _clone(fn: Callable, target: str) -> Callable:
+def _clone(fn: Callable, target: str, suffix: str = "") -> Callable:
     """``fn`` with a globals dict in which every device function is bound to ``target``'s compiled one."""
     glb = dict(fn.__globals__)
     for name in fn.__code__.co_names:
         if name in _DEVICE and _DEVICE[name] is not fn:
             glb[name] = _compiled(name, target)
     clone = types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, fn.__closure__)
-    clone.__qualname__ = fn.__qualname__
+    clone.__qualname__ = fn.__qualname__ + suffix  # numba's cache files are named after it
     clone.__module__ = fn.__module__
     return clone
 
@@ -61,10 +61,12 @@ def _compiled(name: str, target: str) -> Callable:
     return cuda.jit(device=True)(fn)
 
 
-def cpu(fn: Callable) -> Callable:
-    """The CPU entry point of a kernel: ``njit(parallel=True, nogil=True, cache=True)`` of ``fn``, its
-    device calls bound to their CPU versions."""
-    return numba.njit(parallel=True, nogil=True, cache=True)(_clone(fn, "cpu"))
+def cpu(fn: Callable) -> tuple[Callable, Callable]:
+    """The CPU entry points of a kernel: ``njit(parallel=True, nogil=True, cache=True)`` of ``fn`` (its
+    ``prange`` spread over numba's threads) and the same compiled serially (``prange`` is then a plain
+    ``range``) for batches of one text, where waking the thread pool costs more than it gives."""
+    return (numba.njit(parallel=True, nogil=True, cache=True)(_clone(fn, "cpu")),
+            numba.njit(nogil=True, cache=True)(_clone(fn, "cpu", "_serial")))
 
 
 class _LazyGpu:
@@ -93,14 +95,15 @@ def threads_per_block() -> int:
     return 32 if SIMULATOR else 128
 
 
-def launch(target: str, pair: tuple[Callable, _LazyGpu], n: int, *args: Any) -> None:
-    """Run kernel ``pair`` (CPU entry, GPU entry) over ``n`` items on ``target`` ("cpu" or "cuda").
+def launch(target: str, pair: tuple[tuple[Callable, Callable], _LazyGpu], n: int, *args: Any) -> None:
+    """Run kernel ``pair`` (CPU entries, GPU entry) over ``n`` items on ``target`` ("cpu" or "cuda"); on
+    the CPU one item runs serially.
 
     GPU launches go on CuPy's current stream (outside the simulator), so they are ordered with the CuPy
     operations around them and tensors handed over by DLPack need no extra synchronization."""
     COUNTS["launch"] += 1
     if target == "cpu":
-        pair[0](n, *args)
+        pair[0][n <= 1](n, *args)
         return
     kern = pair[1].get()
     tpb = threads_per_block()

@@ -38,6 +38,9 @@ except ImportError:  # pragma: no cover - numba without its CUDA target: GPU ent
 
 WORD, SPACE, PUNCT = 0, 1, 2  # pre-tokenizer classes of a normalized code point
 NOT_SPECIAL, ABSORBED = -1, -2  # PreTokens.special: no raw special token / covered by one, not its first
+START, END, NCHARS, KIND, SPECIAL = range(5)  # rows of PreTokens.tok (int32, one column per token slot)
+TEXT_LEN, NTOK, STATUS = range(3)  # rows of PreTokens.txt (int64, one column per text)
+AMAP = 0x110000  # the normalization table's ASCII part starts here: normalized byte | class << 8, 0: removed
 MAX_BATCH_BYTES = 1 << 29  # token positions are int32: 512 MiB of text per call at most
 
 
@@ -110,6 +113,13 @@ def _as_row_list(texts: Any) -> list:
 
 def pack_host(texts: Any) -> tuple[np.ndarray, np.ndarray]:
     """Concatenate texts (str encoded as UTF-8, bytes as-is) into one uint8 buffer plus int64 offsets."""
+    if type(texts) is list and len(texts) == 1 and type(texts[0]) is str:  # a batch of one: the fast path
+        try:
+            raw = texts[0].encode("utf-8")
+        except UnicodeEncodeError:
+            raw = None  # the general path names the row
+        if raw is not None and len(raw) <= MAX_BATCH_BYTES:
+            return np.frombuffer(raw, dtype=np.uint8), np.array([0, len(raw)], dtype=np.int64)
     rows = _as_row_list(texts)
     try:  # the usual case: all str (one list comprehension)
         enc = [t.encode("utf-8") for t in rows] if all(type(t) is str for t in rows) else None
@@ -222,16 +232,16 @@ def special_at(data, i, end, sp_bytes, sp_off, n_sp):
 
 
 @K.device
-def pretok_text(t, data, offs, info, pool, amap, sp_first, sp_bytes, sp_off, n_sp,
-                out, expand, start, end, nchars, kind, special, text_len, ntok, status):
+def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt):
     """Stage (a) for text ``t``: UTF-8 check, normalization, pre-tokens, raw special tokens."""
     i = offs[t]
     stop = offs[t + 1]
     o = offs[t] * expand
     o_cap = offs[t + 1] * expand
-    k = offs[t]  # tokens of text t live at [offs[t], offs[t] + ntok[t])
+    k = offs[t]  # tokens of text t live at [offs[t], offs[t] + txt[NTOK, t])
     k_cap = offs[t + 1]
-    in_word = False
+    cur = -1  # the word token being read, and its characters so far
+    cur_n = 0
     sp_end = -1  # raw position where the current special match ends
     sp_idx = -1  # its index while its first token is still to come
     while i < stop:
@@ -244,84 +254,106 @@ def pretok_text(t, data, offs, info, pool, amap, sp_first, sp_bytes, sp_off, n_s
         mark = NOT_SPECIAL
         if i < sp_end:
             mark = ABSORBED if sp_idx < 0 else sp_idx
-        if b < 0x80:  # ASCII: one table byte (0: removed)
+        if b < 0x80:  # ASCII: one table entry, normalized byte | class << 8 (0: removed)
+            a = int(info[AMAP + b])
+            if a >> 8 == WORD and cur >= 0 and mark == NOT_SPECIAL:  # inside a word: the hot loop
+                while True:
+                    if a != 0:
+                        if o >= o_cap:
+                            break
+                        out[o] = a & 0xFF
+                        o += 1
+                        cur_n += 1
+                    i += 1
+                    if i >= stop:
+                        break
+                    b = int(data[i])
+                    if b >= 0x80 or sp_first[b] != 0 or i < sp_end:
+                        break
+                    a = int(info[AMAP + b])
+                    if a >> 8 != WORD:
+                        break
+                continue
+            i += 1
+            if a == 0:
+                continue
             ln = 1
             nb = 1
-            src = 0
-            ob = int(amap[b])
-            if ob == 0:
-                i += 1
-                continue
-            cls = (int(info[ob]) >> 8) & 3
+            src = -2
+            ob = a & 0xFF
+            cls = a >> 8
         else:
             cp, ln = utf8_at(data, i, stop)
             if cp < 0:
-                status[t] = 1
-                text_len[t] = 0
-                ntok[t] = 0
+                txt[STATUS, t] = 1
+                txt[TEXT_LEN, t] = 0
+                txt[NTOK, t] = 0
                 return
             inf = int(info[cp])
-            ob = -1
+            ob = 0
             nb = inf & 0xFF
             src = (inf >> 10) - 1  # replacement bytes in pool, or -1: the character is kept as it is
             cls = (inf >> 8) & 3
-        # the normalized characters of this input character: 1 (ASCII, kept), or nb bytes from data or pool
+            i += ln
+        # the normalized characters of this input character: its own bytes, one ASCII byte, or the pool's
         p = 0
         while p < nb:
-            if ob >= 0:
+            c_len = nb
+            if src == -2:
                 c_len = 1
-            elif src < 0:
-                c_len = nb
-            else:
+            elif src >= 0:
                 c_cp, c_len = utf8_at(pool, src + p, src + nb)
                 cls = (int(info[c_cp]) >> 8) & 3
             if o + c_len > o_cap or k >= k_cap:  # cannot happen with the measured bounds; never overrun
-                status[t] = 2
-                text_len[t] = 0
-                ntok[t] = 0
+                txt[STATUS, t] = 2
+                txt[TEXT_LEN, t] = 0
+                txt[NTOK, t] = 0
                 return
-            if cls == SPACE:
-                in_word = False
-            elif cls == PUNCT or not in_word:
-                start[k] = o
-                nchars[k] = 0
-                kind[k] = 1 if cls == PUNCT else 0
-                special[k] = mark
-                if mark >= 0:
+            if cls != WORD and cur >= 0:  # a space or a punctuation character ends the word
+                tok[END, cur] = o
+                tok[NCHARS, cur] = cur_n
+                cur = -1
+            if cls == PUNCT or (cls == WORD and cur < 0):  # a token starts here
+                tok[START, k] = o
+                tok[KIND, k] = 1 if cls == PUNCT else 0
+                tok[SPECIAL, k] = mark
+                if cls == PUNCT:
+                    tok[END, k] = o + c_len
+                    tok[NCHARS, k] = 1
+                else:
+                    cur = k
+                    cur_n = 0
+                k += 1
+                if mark >= 0:  # the special token's first token is placed: the rest are absorbed
                     sp_idx = -1
                     mark = ABSORBED
-                k += 1
-                in_word = cls != PUNCT
-            for j in range(c_len):
-                if ob >= 0:
-                    out[o] = ob
-                elif src < 0:
-                    out[o] = data[i + j]
-                else:
-                    out[o] = pool[src + p + j]
-                o += 1
-            if cls != SPACE:
-                end[k - 1] = o
-                nchars[k - 1] += 1
+            cur_n += 1
+            if src == -2:
+                out[o] = ob
+            elif src < 0:
+                for j in range(c_len):
+                    out[o + j] = data[i - ln + j]
+            else:
+                for j in range(c_len):
+                    out[o + j] = pool[src + p + j]
+            o += c_len
             p += c_len
-        i += ln
-    text_len[t] = o - offs[t] * expand
-    ntok[t] = k - offs[t]
-    status[t] = 0
+    if cur >= 0:
+        tok[END, cur] = o
+        tok[NCHARS, cur] = cur_n
+    txt[TEXT_LEN, t] = o - offs[t] * expand
+    txt[NTOK, t] = k - offs[t]
+    txt[STATUS, t] = 0
 
 
-def _pretok_cpu(n, data, offs, info, pool, amap, sp_first, sp_bytes, sp_off, n_sp,
-                out, expand, start, end, nchars, kind, special, text_len, ntok, status):
+def _pretok_cpu(n, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt):
     for t in prange(n):
-        pretok_text(t, data, offs, info, pool, amap, sp_first, sp_bytes, sp_off, n_sp,
-                    out, expand, start, end, nchars, kind, special, text_len, ntok, status)
+        pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
 
 
-def _pretok_gpu(n, data, offs, info, pool, amap, sp_first, sp_bytes, sp_off, n_sp,
-                out, expand, start, end, nchars, kind, special, text_len, ntok, status):
+def _pretok_gpu(n, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        pretok_text(t, data, offs, info, pool, amap, sp_first, sp_bytes, sp_off, n_sp,
-                    out, expand, start, end, nchars, kind, special, text_len, ntok, status)
+        pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
 
 
 PRETOKENIZE = (K.cpu(_pretok_cpu), K.gpu(_pretok_gpu))
@@ -342,7 +374,7 @@ def invalid_utf8_rows(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     bad = np.zeros(n, dtype=np.uint8)
     if n:
         K.COUNTS["launch"] += 1
-        UTF8_ROWS(n, data, offsets.astype(np.int64, copy=False), bad)
+        UTF8_ROWS[n <= 1](n, data, offsets.astype(np.int64, copy=False), bad)
     return bad.nonzero()[0].astype(np.int64)
 
 
@@ -362,7 +394,7 @@ class PreTokens:
 
     Text ``t`` owns the normalized bytes ``data[expand * offs[t] : expand * offs[t] + text_len[t]]`` and the tokens
     ``offs[t] .. offs[t] + ntok[t] - 1`` (``offs``: the input offsets; regions are sized by the bounds in
-    the module docstring). A token's ``start``/``end`` index ``data``; ``kind`` is 1 for a one-character
+    the module docstring). Per token (``tok``, int32 rows) and per text (``txt``, int64 rows): A token's ``start``/``end`` index ``data``; ``kind`` is 1 for a one-character
     punctuation token, 0 for a word; ``special`` is the index of the raw special token whose first token
     it is, ``-2`` for the other tokens such a match covers, ``-1`` otherwise. ``status`` is 0 for a valid
     text, 1 for invalid UTF-8."""
@@ -372,16 +404,19 @@ class PreTokens:
     n: int
     data: Any
     expand: int
-    text_len: Any
     offs: Any
-    ntok: Any
-    start: Any
-    end: Any
-    nchars: Any
-    kind: Any
-    special: Any
-    status: Any
+    tok: Any
+    txt: Any
     lowercase: bool = True
+
+    start = property(lambda self: self.tok[START])
+    end = property(lambda self: self.tok[END])
+    nchars = property(lambda self: self.tok[NCHARS])
+    kind = property(lambda self: self.tok[KIND])
+    special = property(lambda self: self.tok[SPECIAL])
+    text_len = property(lambda self: self.txt[TEXT_LEN])
+    ntok = property(lambda self: self.txt[NTOK])
+    status = property(lambda self: self.txt[STATUS])
 
     def check(self) -> None:
         """Raise :class:`InputError` naming the first invalid row (copies the status to the host once)."""
@@ -440,15 +475,16 @@ class Normalizer:
         info = out_len | (cls << 8) | ((out_off + 1) << 10)
         if info.max() >= 1 << 31:
             raise RuntimeError("unicode tables: pool offsets too large for the packed table")
-        amap = np.zeros(128, dtype=np.uint8)  # ASCII: the normalized byte, 0 when the character is removed
+        amap = np.zeros(128, dtype=np.int32)  # ASCII: normalized byte | its class << 8; 0: removed
         for b in range(128):
             if out_len[b] == 1:
-                amap[b] = b if out_off[b] < 0 else pool[out_off[b]]
+                ob = b if out_off[b] < 0 else int(pool[out_off[b]])
+                if not 0 < ob < 0x80:
+                    raise RuntimeError("unicode tables: ASCII must map to ASCII")
+                amap[b] = ob | (int(cls[ob]) << 8)
             elif out_len[b] > 1:
                 raise RuntimeError("unicode tables: an ASCII code point maps to more than one byte")
-        if amap[0] != 0 or (amap[1:][out_len[1:128] == 1] >= 0x80).any():
-            raise RuntimeError("unicode tables: ASCII must map to ASCII")
-        self._host = {"info": info.astype(np.int32), "pool": np.ascontiguousarray(pool), "amap": amap}
+        self._host = {"info": np.concatenate([info.astype(np.int32), amap]), "pool": np.ascontiguousarray(pool)}
         self.tables = {k: K.to_device(v, self.target, self.xp) for k, v in self._host.items()}
 
     @classmethod
@@ -463,20 +499,18 @@ class Normalizer:
         xp, target = self.xp, self.target
         n = batch.n
         nb = int(batch.data.shape[0])
-        sp = _special_tables(tuple(specials or ()), self.target, self.device)
         out = xp.empty(self.expand * nb, dtype=np.uint8)
-        tok = {f: xp.empty(nb, dtype=dt) for f, dt in
-               (("start", np.int32), ("end", np.int32), ("nchars", np.int32), ("kind", np.int8), ("special", np.int8))}
-        text_len = xp.empty(n, dtype=np.int64)
-        ntok = xp.empty(n, dtype=np.int64)
-        status = xp.empty(n, dtype=np.int8)
+        tok = xp.empty((5, nb), dtype=np.int32)
+        txt = xp.empty((3, n), dtype=np.int64)
         if n:
-            tb = self.tables
-            K.launch(target, PRETOKENIZE, n, batch.data, batch.offsets, tb["info"], tb["pool"], tb["amap"],
-                     sp[0], sp[1], sp[2], len(specials or ()), out, self.expand, tok["start"], tok["end"],
-                     tok["nchars"], tok["kind"], tok["special"], text_len, ntok, status)
-        return PreTokens(xp=xp, target=target, n=n, data=out, expand=self.expand, text_len=text_len,
-                         offs=batch.offsets, ntok=ntok, status=status, lowercase=self.lowercase, **tok)
+            K.launch(target, PRETOKENIZE, n, *self.args(batch, specials), out, self.expand, tok, txt)
+        return PreTokens(xp=xp, target=target, n=n, data=out, expand=self.expand, offs=batch.offsets,
+                         tok=tok, txt=txt, lowercase=self.lowercase)
+
+    def args(self, batch: TextBatch, specials: list[bytes] | None) -> tuple:
+        """The stage-(a) kernel's inputs: text, tables, raw special tokens."""
+        sp = _special_tables(tuple(specials or ()), self.target, self.device)
+        return (batch.data, batch.offsets, self.tables["info"], self.tables["pool"], *sp, len(specials or ()))
 
 
 def _expansion(out_len: np.ndarray) -> int:

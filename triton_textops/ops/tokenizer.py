@@ -20,9 +20,10 @@ import numpy as np
 from triton_textops.errors import InputError
 from triton_textops.ops import kernels as K
 from triton_textops.ops.hashtable import ByteTable
-from triton_textops.ops.text import Normalizer, PreTokens, TextBatch, raise_bad_rows
+from triton_textops.ops.text import STATUS, Normalizer, PreTokens, TextBatch, raise_bad_rows
 from triton_textops.ops.wordpiece import (
     COUNT_PIECES,
+    ENCODE_FUSED,
     ENCODE_ROWS,
     ENCODE_WINDOWS,
     MAX_INPUT_CHARS_PER_WORD,
@@ -77,7 +78,10 @@ class BertTokenizer:
         self._special_bytes = [t.encode() for t in self.specials]
         self.table = ByteTable(ids)
         self._slots, self._pool = self.table.on(self.target, self.xp)
-        self._sp_ids = K.to_device(np.asarray([ids[t] for t in self.specials], dtype=np.int64), self.target, self.xp)
+        t = self.table
+        consts = [t.mask, t.max_probe, t.max_len, self.unk_id, self.cls_id, self.sep_id, self.pad_id]
+        self._vocab = K.to_device(np.asarray(consts + [ids[s] for s in self.specials], dtype=np.int64),
+                                  self.target, self.xp)
         self.normalizer = Normalizer.get(lowercase, self.device)
         self.backend = backend
         if backend == "cudf":
@@ -112,15 +116,15 @@ class BertTokenizer:
         return self.normalizer.pretokenize(TextBatch.from_texts(texts, self.xp, self.target), self._special_bytes)
 
     def _wp_args(self) -> tuple:
-        t = self.table
-        return (self._slots, self._pool, t.mask, t.max_probe, t.max_len, self._sp_ids, self.unk_id)
+        """The vocabulary the WordPiece kernels read: constants + special ids, slots, string pool."""
+        return (self._vocab, self._slots, self._pool)
 
     def _counts(self, pre: PreTokens) -> np.ndarray:
         """Pieces per text on the host (one copy; invalid rows raise :class:`InputError`)."""
         counts = self.xp.empty(pre.n, dtype=np.int64)
         if pre.n:
-            dummy = self.xp.empty((1, 1), dtype=np.int64)
-            K.launch(self.target, COUNT_PIECES, pre.n, *pre_args(pre), pre.status, *self._wp_args(), dummy, counts)
+            dummy = self.xp.empty((1, 1, 1), dtype=np.int64)
+            K.launch(self.target, COUNT_PIECES, pre.n, *pre_args(pre), *self._wp_args(), dummy, counts)
         host = K.to_host(counts, self.target)
         raise_bad_rows(np.where(host < 0, -1 - host, 0))
         return host
@@ -131,7 +135,7 @@ class BertTokenizer:
         offs = np.zeros(pre.n + 1, dtype=np.int64)
         np.cumsum(counts, out=offs[1:])
         d_offs = K.to_device(offs, self.target, self.xp)
-        pieces = self.xp.empty((1, int(offs[-1])), dtype=np.int64)
+        pieces = self.xp.empty((1, 1, int(offs[-1])), dtype=np.int64)
         if pre.n:
             K.launch(self.target, WRITE_PIECES, pre.n, *pre_args(pre), *self._wp_args(), pieces, d_offs)
         return pieces.reshape(-1), d_offs
@@ -152,10 +156,9 @@ class BertTokenizer:
             raise InputError(f"dtype must be 'int64' or 'int32', got {dtype!r}")
         return content, np.int64 if dtype == "int64" else np.int32
 
-    def _outputs(self, nrows: int, max_length: int, dt: Any) -> tuple[Any, Any, Any, Any]:
-        xp = self.xp
-        return (xp.empty((nrows, max_length), dtype=dt), xp.empty((nrows, max_length), dtype=dt),
-                xp.empty((nrows, max_length), dtype=dt), xp.empty(nrows, dtype=dt))
+    def _outputs(self, nrows: int, max_length: int, dt: Any) -> tuple[Any, Any]:
+        """One buffer for ids, mask and token types (``rows[0..2]``) and the row->text mapping."""
+        return self.xp.empty((3, nrows, max_length), dtype=dt), self.xp.empty(nrows, dtype=dt)
 
     def pack(
         self,
@@ -173,12 +176,12 @@ class BertTokenizer:
         offs_h = np.asarray(K.to_host(piece_offsets, self.target), dtype=np.int64)
         n = offs_h.shape[0] - 1
         plan = window_plan(np.diff(offs_h), content, content - stride, return_overflowing_tokens)
-        out = self._outputs(int(plan[-1]), max_length, dt)
+        rows, mapping = self._outputs(int(plan[-1]), max_length, dt)
         if n:
             K.launch(self.target, PACK_PIECES, n, self.xp.asarray(pieces).reshape(-1).astype(np.int64, copy=False),
-                     K.to_device(offs_h, self.target, self.xp), *out, K.to_device(plan, self.target, self.xp),
-                     content, content - stride, add_special_tokens, self.cls_id, self.sep_id, self.pad_id)
-        return Encoding(*out)
+                     K.to_device(offs_h, self.target, self.xp), self._vocab, rows, mapping,
+                     K.to_device(plan, self.target, self.xp), content, content - stride, add_special_tokens)
+        return Encoding(rows[0], rows[1], rows[2], mapping)
 
     # ------------------------------------------------------------------------------------ public
 
@@ -199,6 +202,9 @@ class BertTokenizer:
             return self.pack(pieces, offsets, max_length=max_length, stride=stride,
                              return_overflowing_tokens=return_overflowing_tokens,
                              add_special_tokens=add_special_tokens, dtype=dtype)
+        if not return_overflowing_tokens:
+            return self._encode_fused(TextBatch.from_texts(texts, self.xp, self.target), max_length,
+                                      add_special_tokens, dtype)
         return self.encode_pretokens(self.pretokenize(texts), max_length=max_length, stride=stride,
                                      return_overflowing_tokens=return_overflowing_tokens,
                                      add_special_tokens=add_special_tokens, dtype=dtype)
@@ -221,19 +227,33 @@ class BertTokenizer:
         n = pre.n
         if return_overflowing_tokens:
             plan = window_plan(self._counts(pre), content, content - stride, True)  # raises for bad rows
-            out = self._outputs(int(plan[-1]), max_length, dt)
+            rows, mapping = self._outputs(int(plan[-1]), max_length, dt)
             if n:
-                K.launch(self.target, ENCODE_WINDOWS, n, *pre_args(pre), *self._wp_args(), *out,
-                         K.to_device(plan, self.target, self.xp), content, content - stride,
-                         add_special_tokens, self.cls_id, self.sep_id, self.pad_id)
-            return Encoding(*out)
-        out = self._outputs(n, max_length, dt)
+                K.launch(self.target, ENCODE_WINDOWS, n, *pre_args(pre), *self._wp_args(), rows, mapping,
+                         K.to_device(plan, self.target, self.xp), content, content - stride, add_special_tokens)
+            return Encoding(rows[0], rows[1], rows[2], mapping)
+        rows, mapping = self._outputs(n, max_length, dt)
         if n:
-            K.launch(self.target, ENCODE_ROWS, n, *pre_args(pre), *self._wp_args(), *out, content,
-                     add_special_tokens, self.cls_id, self.sep_id, self.pad_id)
+            K.launch(self.target, ENCODE_ROWS, n, *pre_args(pre), *self._wp_args(), rows, mapping, content,
+                     add_special_tokens)
         if check:
             pre.check()
-        return Encoding(*out)
+        return Encoding(rows[0], rows[1], rows[2], mapping)
+
+    def _encode_fused(self, batch: TextBatch, max_length: int, add_special_tokens: bool, dtype: str) -> Encoding:
+        """Fixed-length rows in ONE launch: stage (a) into scratch arrays, then WordPiece and packing of the
+        same text by the same thread (the tokenize model's and ``encode``'s usual case)."""
+        content, dt = self._layout(max_length, 0, False, add_special_tokens, dtype)
+        norm, xp = self.normalizer, self.xp
+        n, nb = batch.n, int(batch.data.shape[0])
+        rows, mapping = self._outputs(n, max_length, dt)
+        txt = xp.empty((3, n), dtype=np.int64)
+        if n:
+            K.launch(self.target, ENCODE_FUSED, n, *norm.args(batch, self._special_bytes),
+                     xp.empty(norm.expand * nb, dtype=np.uint8), norm.expand, xp.empty((5, nb), dtype=np.int32),
+                     txt, *self._wp_args(), rows, mapping, content, add_special_tokens)
+        raise_bad_rows(K.to_host(txt[STATUS], self.target))
+        return Encoding(rows[0], rows[1], rows[2], mapping)
 
     def tokenize(self, text: str) -> list[str]:
         """Word pieces of one text as strings (debugging aid)."""

@@ -20,7 +20,7 @@ from numba import prange
 
 from triton_textops.ops import kernels as K
 from triton_textops.ops.hashtable import find_bytes, fnv_step
-from triton_textops.ops.text import PreTokens
+from triton_textops.ops.text import END, NCHARS, NTOK, SPECIAL, START, STATUS, PreTokens, pretok_text
 
 try:
     from numba import cuda
@@ -34,9 +34,13 @@ MAX_INPUT_CHARS_PER_WORD = 100  # HF WordPiece: a longer word becomes one [UNK]
 @K.device
 def put(out, row0, off, content, step, nwin, pos, val):
     """Write piece ``pos`` of a text into every window that holds it: window ``k`` (``k < nwin``) is row
-    ``row0 + k`` and holds pieces ``k*step .. k*step + content - 1`` from column ``off``. Positions
-    outside the rows (or the array) are ignored, so callers may run past a row's end."""
+    ``row0 + k`` of ``out[0]`` and holds pieces ``k*step .. k*step + content - 1`` from column ``off``.
+    Positions outside the rows (or the array) are ignored, so callers may run past a row's end."""
     if nwin <= 0:
+        return
+    if nwin == 1:  # one row (no overflow windows, or the flat piece array): no division
+        if pos < content and row0 < out.shape[1] and off + pos < out.shape[2]:
+            out[0, row0, off + pos] = val
         return
     k = pos // step
     if k > nwin - 1:
@@ -44,8 +48,8 @@ def put(out, row0, off, content, step, nwin, pos, val):
     while k >= 0 and pos - k * step < content:
         r = row0 + k
         c = off + pos - k * step
-        if r < out.shape[0] and c < out.shape[1]:
-            out[r, c] = val
+        if r < out.shape[1] and c < out.shape[2]:
+            out[0, r, c] = val
         k -= 1
 
 
@@ -88,38 +92,42 @@ def wp_word(data, s, e, slots, pool, mask, max_probe, max_len, unk, out, row0, o
 
 
 @K.device
-def wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-            sp_ids, unk, out, row0, off, content, step, nwin, stop):
+def wp_text(t, data, offs, tok, txt, vocab, slots, pool, out, row0, off, content, step, nwin, stop):
     """Pieces of text ``t`` (special ids, [UNK] for long words, WordPiece) written through :func:`put`,
-    until ``stop`` pieces; returns how many there are (capped by ``stop``)."""
+    until ``stop`` pieces; returns how many there are (capped by ``stop``). ``vocab``: (mask, max_probe,
+    max_len, unk, cls, sep, pad, then the special tokens' ids)."""
+    mask = vocab[0]
+    max_probe = vocab[1]
+    max_len = vocab[2]
+    unk = vocab[3]
     pos = 0
     k0 = offs[t]
-    for k in range(k0, k0 + ntok[t]):
+    for k in range(k0, k0 + txt[NTOK, t]):
         if pos >= stop:
             break
-        sp = special[k]
+        sp = tok[SPECIAL, k]
         if sp == -2:
             continue
         if sp >= 0:
-            put(out, row0, off, content, step, nwin, pos, sp_ids[sp])
+            put(out, row0, off, content, step, nwin, pos, vocab[7 + sp])
             pos += 1
-        elif nchars[k] > 100:
+        elif tok[NCHARS, k] > 100:
             put(out, row0, off, content, step, nwin, pos, unk)
             pos += 1
         else:
-            pos = wp_word(data, start[k], end[k], slots, pool, mask, max_probe, max_len, unk,
+            pos = wp_word(data, tok[START, k], tok[END, k], slots, pool, mask, max_probe, max_len, unk,
                           out, row0, off, content, step, nwin, pos)
     return pos
 
 
 @K.device
-def frame_rows(t, n, ids, mask_out, types, mapping, row0, nwin, content, step, specials, cls_id, sep_id, pad_id):
-    """[CLS]/[SEP], padding, attention mask, token types and row->text mapping of text ``t``'s ``nwin``
-    rows, whose pieces (``n`` in all) are already in place."""
-    width = ids.shape[1]
+def frame_rows(t, n, rows, mapping, row0, nwin, content, step, specials, vocab):
+    """[CLS]/[SEP], padding, attention mask (``rows[1]``), token types (``rows[2]``) and row->text mapping
+    of text ``t``'s ``nwin`` rows, whose ``n`` pieces are already in place in ``rows[0]``."""
+    width = rows.shape[2]
     for k in range(nwin):
         r = row0 + k
-        if r >= ids.shape[0]:
+        if r >= rows.shape[1]:
             return
         length = n - k * step
         if length > content:
@@ -128,123 +136,125 @@ def frame_rows(t, n, ids, mask_out, types, mapping, row0, nwin, content, step, s
             length = 0
         used = length
         if specials:
-            ids[r, 0] = cls_id
-            ids[r, length + 1] = sep_id
+            rows[0, r, 0] = vocab[4]
+            rows[0, r, length + 1] = vocab[5]
             used = length + 2
         for j in range(width):
             if j >= used:
-                ids[r, j] = pad_id
-            mask_out[r, j] = 1 if j < used else 0
-            types[r, j] = 0
+                rows[0, r, j] = vocab[6]
+            rows[1, r, j] = 1 if j < used else 0
+            rows[2, r, j] = 0
         mapping[r] = t
 
 
-def _rows_cpu(n, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-              sp_ids, unk, ids, att, types, mapping, content, specials, cls_id, sep_id, pad_id):
+@K.device
+def encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, row0, nwin, content, step, specials):
+    """Stages (b)+(c) of text ``t``: its pieces straight into its ``nwin`` rows from ``row0``, framed."""
+    off = 1 if specials else 0
+    stop = content if nwin == 1 else 1 << 62  # one row: the pieces past it are never needed
+    m = wp_text(t, data, offs, tok, txt, vocab, slots, pool, rows, row0, off, content, step, nwin, stop)
+    frame_rows(t, m, rows, mapping, row0, nwin, content, step, specials, vocab)
+
+
+def _rows_cpu(n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, content, specials):
     for t in prange(n):
-        off = 1 if specials else 0
-        m = wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-                    sp_ids, unk, ids, t, off, content, content, 1, content)
-        frame_rows(t, m, ids, att, types, mapping, t, 1, content, content, specials, cls_id, sep_id, pad_id)
+        encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
 
 
-def _rows_gpu(n, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-              sp_ids, unk, ids, att, types, mapping, content, specials, cls_id, sep_id, pad_id):
+def _rows_gpu(n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, content, specials):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        off = 1 if specials else 0
-        m = wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-                    sp_ids, unk, ids, t, off, content, content, 1, content)
-        frame_rows(t, m, ids, att, types, mapping, t, 1, content, content, specials, cls_id, sep_id, pad_id)
+        encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
 
 
 ENCODE_ROWS = (K.cpu(_rows_cpu), K.gpu(_rows_gpu))
 
 
-def _count_cpu(n, data, offs, ntok, start, end, nchars, special, status, slots, pool, mask, max_probe, max_len,
-               sp_ids, unk, dummy, counts):
+def _fused_cpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
+               vocab, slots, pool, rows, mapping, content, specials):
     for t in prange(n):
-        m = wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-                    sp_ids, unk, dummy, 0, 0, 0, 1, 0, 1 << 62)
-        counts[t] = m if status[t] == 0 else -1 - status[t]
+        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+        encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
 
 
-def _count_gpu(n, data, offs, ntok, start, end, nchars, special, status, slots, pool, mask, max_probe, max_len,
-               sp_ids, unk, dummy, counts):
+def _fused_gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
+               vocab, slots, pool, rows, mapping, content, specials):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        m = wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-                    sp_ids, unk, dummy, 0, 0, 0, 1, 0, 1 << 62)
-        counts[t] = m if status[t] == 0 else -1 - status[t]
+        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+        encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
+
+
+ENCODE_FUSED = (K.cpu(_fused_cpu), K.gpu(_fused_gpu))  # stages (a)+(b)+(c), fixed-length rows: one launch
+
+
+def _count_cpu(n, data, offs, tok, txt, vocab, slots, pool, dummy, counts):
+    for t in prange(n):
+        m = wp_text(t, data, offs, tok, txt, vocab, slots, pool, dummy, 0, 0, 0, 1, 0, 1 << 62)
+        counts[t] = m if txt[STATUS, t] == 0 else -1 - txt[STATUS, t]
+
+
+def _count_gpu(n, data, offs, tok, txt, vocab, slots, pool, dummy, counts):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        m = wp_text(t, data, offs, tok, txt, vocab, slots, pool, dummy, 0, 0, 0, 1, 0, 1 << 62)
+        counts[t] = m if txt[STATUS, t] == 0 else -1 - txt[STATUS, t]
 
 
 COUNT_PIECES = (K.cpu(_count_cpu), K.gpu(_count_gpu))
 
 
-def _windows_cpu(n, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-                 sp_ids, unk, ids, att, types, mapping, plan, content, step, specials, cls_id, sep_id, pad_id):
+def _windows_cpu(n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan, content, step, specials):
     for t in prange(n):
-        off = 1 if specials else 0
-        row0 = plan[t]
-        nwin = plan[t + 1] - row0
-        m = wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-                    sp_ids, unk, ids, row0, off, content, step, nwin, 1 << 62)
-        frame_rows(t, m, ids, att, types, mapping, row0, nwin, content, step, specials, cls_id, sep_id, pad_id)
+        encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan[t], plan[t + 1] - plan[t],
+                    content, step, specials)
 
 
-def _windows_gpu(n, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-                 sp_ids, unk, ids, att, types, mapping, plan, content, step, specials, cls_id, sep_id, pad_id):
+def _windows_gpu(n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan, content, step, specials):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        off = 1 if specials else 0
-        row0 = plan[t]
-        nwin = plan[t + 1] - row0
-        m = wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-                    sp_ids, unk, ids, row0, off, content, step, nwin, 1 << 62)
-        frame_rows(t, m, ids, att, types, mapping, row0, nwin, content, step, specials, cls_id, sep_id, pad_id)
+        encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan[t], plan[t + 1] - plan[t],
+                    content, step, specials)
 
 
 ENCODE_WINDOWS = (K.cpu(_windows_cpu), K.gpu(_windows_gpu))
 
 
-def _pieces_cpu(n, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-                sp_ids, unk, pieces, piece_off):
+def _pieces_cpu(n, data, offs, tok, txt, vocab, slots, pool, pieces, piece_off):
     for t in prange(n):
-        wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-                sp_ids, unk, pieces, 0, piece_off[t], piece_off[t + 1] - piece_off[t], 1 << 62, 1, 1 << 62)
+        wp_text(t, data, offs, tok, txt, vocab, slots, pool, pieces, 0, piece_off[t],
+                piece_off[t + 1] - piece_off[t], 1 << 62, 1, 1 << 62)
 
 
-def _pieces_gpu(n, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-                sp_ids, unk, pieces, piece_off):
+def _pieces_gpu(n, data, offs, tok, txt, vocab, slots, pool, pieces, piece_off):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        wp_text(t, data, offs, ntok, start, end, nchars, special, slots, pool, mask, max_probe, max_len,
-                sp_ids, unk, pieces, 0, piece_off[t], piece_off[t + 1] - piece_off[t], 1 << 62, 1, 1 << 62)
+        wp_text(t, data, offs, tok, txt, vocab, slots, pool, pieces, 0, piece_off[t],
+                piece_off[t + 1] - piece_off[t], 1 << 62, 1, 1 << 62)
 
 
 WRITE_PIECES = (K.cpu(_pieces_cpu), K.gpu(_pieces_gpu))
 
 
 @K.device
-def copy_pieces(t, pieces, piece_off, ids, row0, off, content, step, nwin):
+def copy_pieces(t, pieces, piece_off, rows, row0, off, content, step, nwin):
     """Text ``t``'s pieces from the flat array into its rows; returns how many it has."""
     lo = piece_off[t]
     m = piece_off[t + 1] - lo
     for p in range(m):
-        put(ids, row0, off, content, step, nwin, p, pieces[lo + p])
+        put(rows, row0, off, content, step, nwin, p, pieces[lo + p])
     return m
 
 
-def _pack_cpu(n, pieces, piece_off, ids, att, types, mapping, plan, content, step, specials, cls_id, sep_id, pad_id):
+def _pack_cpu(n, pieces, piece_off, vocab, rows, mapping, plan, content, step, specials):
     for t in prange(n):
         row0 = plan[t]
         nwin = plan[t + 1] - row0
-        m = copy_pieces(t, pieces, piece_off, ids, row0, 1 if specials else 0, content, step, nwin)
-        frame_rows(t, m, ids, att, types, mapping, row0, nwin, content, step, specials, cls_id, sep_id, pad_id)
+        m = copy_pieces(t, pieces, piece_off, rows, row0, 1 if specials else 0, content, step, nwin)
+        frame_rows(t, m, rows, mapping, row0, nwin, content, step, specials, vocab)
 
 
-def _pack_gpu(n, pieces, piece_off, ids, att, types, mapping, plan, content, step, specials, cls_id, sep_id, pad_id):
+def _pack_gpu(n, pieces, piece_off, vocab, rows, mapping, plan, content, step, specials):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         row0 = plan[t]
         nwin = plan[t + 1] - row0
-        m = copy_pieces(t, pieces, piece_off, ids, row0, 1 if specials else 0, content, step, nwin)
-        frame_rows(t, m, ids, att, types, mapping, row0, nwin, content, step, specials, cls_id, sep_id, pad_id)
+        m = copy_pieces(t, pieces, piece_off, rows, row0, 1 if specials else 0, content, step, nwin)
+        frame_rows(t, m, rows, mapping, row0, nwin, content, step, specials, vocab)
 
 
 PACK_PIECES = (K.cpu(_pack_cpu), K.gpu(_pack_gpu))
@@ -252,7 +262,7 @@ PACK_PIECES = (K.cpu(_pack_cpu), K.gpu(_pack_gpu))
 
 def pre_args(pre: PreTokens) -> tuple:
     """The stage-(a) arrays the WordPiece kernels read."""
-    return (pre.data, pre.offs, pre.ntok, pre.start, pre.end, pre.nchars, pre.special)
+    return (pre.data, pre.offs, pre.tok, pre.txt)
 
 
 def window_plan(counts: np.ndarray, content: int, step: int, overflow: bool) -> np.ndarray:

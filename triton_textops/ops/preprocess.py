@@ -1,0 +1,71 @@
+"""The preprocess step of the readability pipeline as ONE kernel: BERT rows and tree features per text.
+
+A thread takes a text through stage (a) (:func:`~triton_textops.ops.text.pretok_text`), WordPiece and
+packing (:func:`~triton_textops.ops.wordpiece.encode_text`) and the features
+(:func:`~triton_textops.ops.features.features_text`): the text is read once, the tokens stay in the
+thread's cache, and a batch costs one launch and one device-to-host copy (the rows' UTF-8 status).
+Overflow windows change the number of rows, so they take the staged path instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import prange
+
+from triton_textops.ops import kernels as K
+from triton_textops.ops.features import ReadabilityFeatures, features_text
+from triton_textops.ops.text import STATUS, TextBatch, pretok_text, raise_bad_rows
+from triton_textops.ops.tokenizer import BertTokenizer, Encoding
+from triton_textops.ops.wordpiece import encode_text
+
+try:
+    from numba import cuda
+except ImportError:  # pragma: no cover
+    cuda = None
+
+
+def _cpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
+         vocab, slots, pool, rows, mapping, content, specials,
+         fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
+    for t in prange(n):
+        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+        encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
+        features_text(t, out, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,
+                      seen, x, mean, std, normalize)
+
+
+def _gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
+         vocab, slots, pool, rows, mapping, content, specials,
+         fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+        encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
+        features_text(t, out, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,
+                      seen, x, mean, std, normalize)
+
+
+PREPROCESS = (K.cpu(_cpu), K.gpu(_gpu))
+
+
+def preprocess(tok: BertTokenizer, feats: ReadabilityFeatures, texts: Any, *, max_length: int = 128,
+               normalize: bool = True, dtype: str = "int64") -> tuple[Encoding, Any]:
+    """BERT rows (``[CLS] … [SEP]``, truncated to ``max_length``, padded) and the features of every text,
+    in one launch on the tokenizer's device. Invalid UTF-8 raises :class:`InputError` naming the row."""
+    if feats.lowercase != tok.lowercase:
+        raise ValueError("the features artifact and the tokenizer use different casing (lowercase)")
+    batch = TextBatch.from_texts(texts, tok.xp, tok.target)
+    content, dt = tok._layout(max_length, 0, False, True, dtype)
+    norm, xp = tok.normalizer, tok.xp
+    n, nb = batch.n, int(batch.data.shape[0])
+    rows, mapping = tok._outputs(n, max_length, dt)
+    x = xp.empty((n, feats.n_features), dtype=np.float32)
+    txt = xp.empty((3, n), dtype=np.int64)
+    if n:
+        K.launch(tok.target, PREPROCESS, n, *norm.args(batch, tok._special_bytes),
+                 xp.empty(norm.expand * nb, dtype=np.uint8), norm.expand, xp.empty((5, nb), dtype=np.int32), txt,
+                 *tok._wp_args(), rows, mapping, content, True,
+                 *feats.kernel_args(tok.device, nb, x, normalize))
+    raise_bad_rows(K.to_host(txt[STATUS], tok.target))
+    return Encoding(rows[0], rows[1], rows[2], mapping), x
