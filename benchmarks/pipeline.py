@@ -150,11 +150,10 @@ class ClientOps:
     max_length: int
 
     def preprocess(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        tok = self.tokenizer
-        pre = tok.pretokenize(list(texts))  # one normalization pass for both outputs, as the model does
-        pieces, offsets = tok.wordpiece(pre)
-        enc = tok.pack(pieces, offsets, max_length=self.max_length)
-        feats = self.features.transform_pretokens(pre, normalize=True)
+        from triton_textops.ops.preprocess import preprocess  # noqa: PLC0415
+
+        # one kernel for both outputs, as the model does
+        enc, feats = preprocess(self.tokenizer, self.features, list(texts), max_length=self.max_length)
         return np.asarray(enc.input_ids), np.asarray(enc.attention_mask), np.asarray(feats, dtype=np.float32)
 
 

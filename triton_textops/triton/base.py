@@ -345,8 +345,9 @@ class TextOpsModel:
         with self._on_device():
             self._threads()
             self.setup()
-            if "text" in self.INPUTS:  # compile (or load from numba's cache) every kernel now, not on a request
-                self.compute([pack_host([WARM_UP_TEXT])])
+            if "text" in self.INPUTS:  # compile (or load from numba's cache) every kernel now, not on a request:
+                self.compute([pack_host([WARM_UP_TEXT])])  # one text runs the serial CPU entry,
+                self.compute([pack_host([WARM_UP_TEXT, ""])])  # several the parallel one
 
     def _threads(self) -> None:
         """numba's thread count is per calling thread: set before every batch."""
