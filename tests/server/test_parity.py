@@ -264,12 +264,11 @@ def fidelity(triton_runtime: object, tmp_path_factory: pytest.TempPathFactory) -
     from triton_helpers import make_repository, start_server
 
     repo = make_repository(tmp_path_factory.mktemp("fidelity_repo"), *[TESTING_MODELS / m for m in FIDELITY_MODELS])
-    plain = repo / "reschedule_plain"  # iterative's model without sequence batching
-    shutil.copytree(repo / "iterative", plain)
-    cfg = (plain / "config.pbtxt").read_text()
-    cfg = cfg.replace('name: "iterative"', 'name: "reschedule_plain"').replace(
-        "sequence_batching { iterative_sequence: true }", "")
-    (plain / "config.pbtxt").write_text(cfg)
+    for src, dst in (("iterative", "reschedule_plain"), ("iterative_decoupled", "reschedule_plain_decoupled")):
+        shutil.copytree(repo / src, repo / dst)  # the same model without sequence batching
+        cfg = (repo / dst / "config.pbtxt").read_text()
+        cfg = cfg.replace(f'name: "{src}"', f'name: "{dst}"').replace("sequence_batching { iterative_sequence: true }", "")
+        (repo / dst / "config.pbtxt").write_text(cfg)
     srv = start_server(triton_runtime, repo, "fidelity models (#19)")  # type: ignore[arg-type]
     try:
         yield srv, repo
@@ -300,6 +299,7 @@ def grpc_stream(url: str, model: str, inputs: dict[str, np.ndarray], timeout: fl
     from tritonclient.utils import np_to_triton_dtype
 
     results: queue.Queue = queue.Queue()
+    pending = False
     client = grpcclient.InferenceServerClient(url)
     client.start_stream(callback=lambda result, error: results.put((result, error)))
     try:
@@ -314,6 +314,7 @@ def grpc_stream(url: str, model: str, inputs: dict[str, np.ndarray], timeout: fl
             try:
                 result, error = results.get(timeout=timeout)
             except queue.Empty:
+                pending = True  # the server still holds the request: cancel it, or stop_stream waits forever
                 return [*out, "TIMEOUT"]
             if error is not None:
                 out.append(f"ERR: {error.message()}")
@@ -324,7 +325,7 @@ def grpc_stream(url: str, model: str, inputs: dict[str, np.ndarray], timeout: fl
             if resp.parameters["triton_final_response"].bool_param:
                 return out
     finally:
-        client.stop_stream()
+        client.stop_stream(cancel_requests=pending)
         client.close()
 
 
@@ -412,6 +413,13 @@ def test_reschedule_without_iterative_sequence_identical(fidelity: tuple[TritonS
     _, merr = harness_infer(model, {"N": np.array([2], np.int32)})
     assert merr is not None and RESCHEDULE_REFUSED in merr and "never answers" in merr
     assert model.log[-1] == RESCHEDULE_REFUSED  # type: ignore[attr-defined]
+    # decoupled: the response sent before the refusal reaches the client, then the stream stays open
+    real = grpc_stream(srv.grpc_url, "reschedule_plain_decoupled", {"IN": np.array([3], np.int32)}, timeout=3)
+    dec = loaded("reschedule_plain_decoupled")
+    mock = dec.execute_all([dec.make_request({"IN": np.array([3], np.int32)})])[0]  # type: ignore[attr-defined]
+    assert real[-1] == "TIMEOUT" and len(real) == 2 and len(mock) == 2
+    assert real[0] == {t.name(): t.as_numpy().tolist() for t in mock[0].output_tensors()}
+    assert RESCHEDULE_REFUSED in mock[1].error().message()
 
 
 def test_send_then_raise_identical(fidelity: tuple[TritonServer, Path], loaded: Callable) -> None:

@@ -1029,17 +1029,20 @@ class ResponseSink(list):
     def __init__(self) -> None:
         super().__init__()
         self.cond = threading.Condition()
+        self._final = False
 
     def put(self, response: InferenceResponse | None, flags: int) -> None:
         """Add one response and wake whoever waits for the final flag."""
         with self.cond:
             self.append((response, flags))
-            self.cond.notify_all()
+            if flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+                self._final = True
+                self.cond.notify_all()
 
     @property
     def final(self) -> bool:
         """True once a response (or an empty send) carried TRITONSERVER_RESPONSE_COMPLETE_FINAL."""
-        return any(flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL for _, flags in list(self))
+        return self._final
 
     def wait_final(self, timeout: float, keep_waiting: Any = None, poll: float = 0.05) -> bool:
         """Wait up to ``timeout`` s for the final flag; stop early once ``keep_waiting()`` is False."""
