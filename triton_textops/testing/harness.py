@@ -293,7 +293,12 @@ def _active(harness: ModelHarness, in_execute: bool) -> Iterator[None]:
 
 
 class ModelHarness:
-    """One loaded model instance. Create with :func:`load_model`."""
+    """One loaded model instance. Create with :func:`load_model`.
+
+    ``response_timeout`` (s) bounds the wait for the final flag of responses sent after ``execute``
+    returned; ``max_reschedules`` bounds how often one request may be rescheduled; ``log`` collects the
+    server log lines the harness emulates; ``metrics()``/``metrics_text()`` read the model's custom metrics.
+    """
 
     def __init__(
         self,

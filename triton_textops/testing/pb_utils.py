@@ -16,6 +16,11 @@ messages and the real traps, so that a ``model.py`` tested here behaves as it wi
   data with numpy 2). The mock raises ``TritonModelException`` instead of corrupting data
   (``configure(numpy_from_dlpack="warn")`` turns it into a warning).
 * GPU tensors hold CuPy arrays when CuPy and a CUDA device exist (``is_cpu()`` False, ``__dlpack__``).
+* Response senders may be used from any thread (the harness waits for the final flag); the BLS
+  constructor takes ``bytes`` where the stub takes ``std::string``; missing attributes name the pybind
+  type (``'c_python_backend_utils.Tensor' object has no attribute ...``).
+* ``MetricFamily``/``Metric`` keep their values, fail with the server's texts, and render as the
+  server's ``/metrics`` text (:func:`metrics_text`).
 
 Use :func:`triton_textops.testing.install_pb_utils` to register it as ``triton_python_backend_utils``.
 """
