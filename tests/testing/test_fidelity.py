@@ -113,6 +113,9 @@ def test_bls_request_takes_bytes_like_the_stub():
     )
     assert req._model_name == "add_sub" and req.request_id() == "r-1"
     assert req.requested_output_names() == {"OUTPUT0", "OUTPUT1"}
+    # python_backend's bls example passes the name straight from a BYTES input: a NumPy bytes scalar
+    name = np.array([b"add_sub"], dtype=object).astype(np.bytes_)[0]
+    assert pb.InferenceRequest(model_name=name, inputs=[], requested_output_names=["OUTPUT0"])._model_name == "add_sub"
     with pytest.raises(pb.TritonModelException, match="^Correlation ID must be integer or string$"):
         pb.InferenceRequest(model_name="m", inputs=[], requested_output_names=[], correlation_id=1.5)
     with pytest.raises(TypeError, match="incompatible constructor arguments"):
