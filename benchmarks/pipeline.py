@@ -72,7 +72,7 @@ P_HF = "HF tokenizers + per-text Python (Triton)"
 
 def _suffixed(plan: Any, suffix: str) -> Any:
     """The same repository plan with every model renamed ``<name><suffix>`` (so CPU and GPU variants coexist)."""
-    from triton_textops.repo.generate import RepositoryPlan
+    from triton_textops.tools.repo.generate import RepositoryPlan
 
     names = set(plan.configs)
 
@@ -95,9 +95,9 @@ def build_repository(directory: Path, artifacts: Path, *, max_batch_size: int, g
                      instances: int) -> Path:
     """``ensemble_all`` (KIND_CPU, python backends) + ``hf_preprocess`` [+ ``*_gpu`` KIND_GPU copies]."""
     from triton_textops.bundled import vocab_path
-    from triton_textops.examples import readability as rd
-    from triton_textops.repo.config import load_config, write_config
-    from triton_textops.repo.generate import plan_repository, write_plan
+    from triton_textops.tools.example import readability as rd
+    from triton_textops.tools.repo.generate import plan_repository, write_plan
+    from triton_textops.triton.config import load_config, write_config
 
     if directory.exists():
         shutil.rmtree(directory)
@@ -601,10 +601,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     t_run = time.monotonic()
     from triton_textops.bundled import vocab_path
-    from triton_textops.examples import readability as rd
     from triton_textops.ops.features import ReadabilityFeatures
     from triton_textops.ops.tokenizer import BertTokenizer
-    from triton_textops.server import TritonServer, TritonServerError, find_server, model_runtime_env
+    from triton_textops.tools.example import readability as rd
+    from triton_textops.tools.server import TritonServer, TritonServerError, find_server, model_runtime_env
 
     gpu = _gpu() and not args.no_gpu
     gpu_note = "" if gpu else ("(C) skipped: --no-gpu" if args.no_gpu else "(C) skipped: no CUDA GPU visible")

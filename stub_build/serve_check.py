@@ -26,7 +26,7 @@ from triton_helpers import server_infer  # noqa: E402
 
 from triton_textops import BertTokenizer  # noqa: E402
 from triton_textops.bundled import vocab_path  # noqa: E402
-from triton_textops.server import (  # noqa: E402
+from triton_textops.tools.server import (  # noqa: E402
     ServerInstall,
     TritonServer,
     TritonServerError,

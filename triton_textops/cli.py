@@ -8,15 +8,15 @@ import sys
 
 # Modules that define `add_parser(subparsers)`; each owns its subcommand(s).
 _COMMAND_MODULES = [
-    "triton_textops.demo",
-    "triton_textops.example",
-    "triton_textops.features_cli",
-    "triton_textops.stub",
-    "triton_textops.envs",
-    "triton_textops.server",
-    "triton_textops.probe",
-    "triton_textops.repo.cli",
-    "triton_textops.deploy.cli",
+    "triton_textops.tools.example.demo",
+    "triton_textops.tools.example.cli",
+    "triton_textops.tools.features_cli",
+    "triton_textops.tools.stub",
+    "triton_textops.tools.envs",
+    "triton_textops.tools.server",
+    "triton_textops.tools.probe",
+    "triton_textops.tools.repo.cli",
+    "triton_textops.tools.deploy.cli",
 ]
 
 

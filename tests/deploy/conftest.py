@@ -10,7 +10,7 @@ import pytest
 
 from triton_textops import ReadabilityFeatures
 from triton_textops.bundled import austen_paragraphs, vocab_path
-from triton_textops.repo.generate import create_repository
+from triton_textops.tools.repo.generate import create_repository
 
 
 @pytest.fixture(scope="session")

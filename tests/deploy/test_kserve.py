@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from triton_textops.cli import main
-from triton_textops.deploy import DeployError, inspect_repository
+from triton_textops.tools.deploy import DeployError, inspect_repository
 
 # The KServe SDK registers protobuf symbols (package `inference`) that clash with tritonclient.grpc's in one
 # process, so `make test` runs this module in its own pytest process (see the Makefile).
 kserve = pytest.importorskip("kserve", reason="the KServe SDK is the 'deploy' extra")
 yaml = pytest.importorskip("yaml")
 
-from triton_textops.deploy.kserve import (  # noqa: E402
+from triton_textops.tools.deploy.kserve import (  # noqa: E402
     ANNOTATION_DEFAULT_MODEL,
     ANNOTATION_MODELS,
     build_inference_service,
@@ -137,8 +137,8 @@ def test_liveness_script_sends_a_real_inference_and_fails_on_a_wrong_answer(make
     import sys
     import threading
 
-    from triton_textops.deploy.kserve import liveness_targets
-    from triton_textops.probe import exec_probe_command
+    from triton_textops.tools.deploy.kserve import liveness_targets
+    from triton_textops.tools.probe import exec_probe_command
 
     info = inspect_repository(make_repo("cpu", env=False, stub=False))
     targets = liveness_targets(info, "ensemble_all")

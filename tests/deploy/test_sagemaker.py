@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from triton_textops.cli import main
-from triton_textops.deploy import DeployError, inspect_repository
-from triton_textops.deploy.sagemaker import (
+from triton_textops.tools.deploy import DeployError, inspect_repository
+from triton_textops.tools.deploy.sagemaker import (
     DEFAULT_MODEL_ENV,
     container_environment,
     write_model_archive,
 )
-from triton_textops.repo.config import load_config
+from triton_textops.triton.config import load_config
 
 MODELS = ["bert-large", "cuml", "ensemble_all", "postprocess", "preprocess"]
 

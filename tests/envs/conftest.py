@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from triton_textops.stub import PythonInfo, build_stub, make_plan, parse_release, query_python
+from triton_textops.tools.stub import PythonInfo, build_stub, make_plan, parse_release, query_python
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,7 +41,7 @@ def textops_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def packed_env(tmp_path_factory: pytest.TempPathFactory, env_python: PythonInfo, textops_wheel: Path) -> Path:
     """custom_env.tar.gz: numpy 2 (from the pip cache) + triton_textops (--no-deps), packed with venv-pack."""
     pytest.importorskip("venv_pack")
-    from triton_textops.envs import make_pack_plan, pack_env
+    from triton_textops.tools.envs import make_pack_plan, pack_env
 
     out = tmp_path_factory.mktemp("packed") / "custom_env.tar.gz"
     plan = make_pack_plan(kind="cpu", release=parse_release("24.11"), python=env_python.executable, output=out,

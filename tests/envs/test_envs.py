@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from triton_textops.envs import check_env, main, make_pack_plan, render_spec
 from triton_textops.errors import InputError
-from triton_textops.stub import PythonInfo, parse_release
+from triton_textops.tools.envs import check_env, main, make_pack_plan, render_spec
+from triton_textops.tools.stub import PythonInfo, parse_release
 
 REPO = Path(__file__).resolve().parents[2]
 

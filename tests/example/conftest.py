@@ -34,7 +34,7 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Example:
 @pytest.fixture(scope="session")
 def excerpts() -> list[str]:
     """Six held-out paragraphs of different lengths plus two short texts."""
-    from triton_textops.demo import read_excerpts
+    from triton_textops.tools.example.demo import read_excerpts
 
     texts, _ = read_excerpts(None, 6)
     return [*texts, "Short.", "It is a truth universally acknowledged."]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from triton_textops.examples.readability import count_syllables, flesch_kincaid_grade
 from triton_textops.testing import load_model, run_ensemble
+from triton_textops.tools.example.readability import count_syllables, flesch_kincaid_grade
 
 
 def test_syllables_and_flesch_kincaid() -> None:
@@ -72,7 +72,7 @@ def test_forest_equals_treelite(example, excerpts) -> None:
 
 
 def test_ensemble_in_process_is_the_blend_of_the_models(example, excerpts) -> None:
-    from triton_textops.demo import ensemble_inputs
+    from triton_textops.tools.example.demo import ensemble_inputs
 
     pre = _preprocess(example, excerpts)
     with load_model(example.repo / "bert-large") as bert, load_model(example.repo / "cuml") as cuml:

@@ -24,15 +24,15 @@ pytestmark = pytest.mark.server
 
 @pytest.fixture(scope="module")
 def served(example):
-    from triton_textops.server import TritonServer
+    from triton_textops.tools.server import TritonServer
 
     with TritonServer(example.repo, startup_timeout=300) as server:
         yield server
 
 
 def test_repository_records_what_its_python_models_need(example) -> None:
-    from triton_textops.repo.config import load_config
-    from triton_textops.repo.generate import read_requirements
+    from triton_textops.tools.repo.generate import read_requirements
+    from triton_textops.triton.config import load_config
 
     assert read_requirements(example.repo) == ["onnxruntime>=1.18", "treelite>=4.1,<5"]
     for model in ("preprocess", "bert-large", "cuml", "postprocess"):
@@ -41,7 +41,7 @@ def test_repository_records_what_its_python_models_need(example) -> None:
 
 
 def test_served_as_written_runs_the_models_in_the_env_of_the_record(example, served) -> None:
-    from triton_textops.server import repository_runtime_env
+    from triton_textops.tools.server import repository_runtime_env
 
     env = repository_runtime_env(example.repo)  # the cached env TritonServer(repo) chose by itself
     assert "onnxruntime" in (env / ".complete").read_text() and "treelite" in (env / ".complete").read_text()
@@ -53,7 +53,7 @@ def test_served_as_written_runs_the_models_in_the_env_of_the_record(example, ser
 def test_ensemble_in_server_equals_in_process(example, excerpts, served) -> None:
     import tritonclient.grpc as grpcclient
 
-    from triton_textops.demo import ensemble_inputs, infer, walk_ensemble
+    from triton_textops.tools.example.demo import ensemble_inputs, infer, walk_ensemble
 
     inputs = ensemble_inputs(excerpts, 0.4)
     client = grpcclient.InferenceServerClient(served.grpc_url)
@@ -106,7 +106,7 @@ def _read_until(proc: subprocess.Popen, marker: str, timeout: float) -> list[str
 def test_cli_serve_then_probe_as_a_user_types_it(example, excerpts) -> None:
     """`triton-textops serve DIR` serves the example; `triton-textops probe URL` passes; Ctrl-C stops it."""
     from triton_textops.cli import main
-    from triton_textops.demo import ensemble_inputs, infer
+    from triton_textops.tools.example.demo import ensemble_inputs, infer
 
     proc = subprocess.Popen([sys.executable, "-m", "triton_textops.cli", "serve", str(example.repo)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
@@ -140,9 +140,9 @@ def test_pack_env_repository_serves_from_the_shared_packed_env(example, excerpts
     treelite there), so bert-large/cuml can only load from the packed env."""
     pytest.importorskip("venv_pack")
     from triton_textops.cli import main
-    from triton_textops.repo.config import load_config
-    from triton_textops.repo.generate import REQUIREMENTS_FILE, SHARED_ENV
-    from triton_textops.server import TritonServer, model_runtime_env, repository_runtime_env
+    from triton_textops.tools.repo.generate import REQUIREMENTS_FILE, SHARED_ENV
+    from triton_textops.tools.server import TritonServer, model_runtime_env, repository_runtime_env
+    from triton_textops.triton.config import load_config
 
     repo = tmp_path / "repo"
     rc = main(["example", "readability", str(repo), "--limit", "160", "--artifacts", str(example.artifacts.parent),
@@ -159,7 +159,7 @@ def test_pack_env_repository_serves_from_the_shared_packed_env(example, excerpts
         assert sorted(r.model for r in server.probe()) == ["bert-large", "cuml", "postprocess", "preprocess"]
         import tritonclient.http as httpclient
 
-        from triton_textops.demo import ensemble_inputs, infer
+        from triton_textops.tools.example.demo import ensemble_inputs, infer
 
         client = httpclient.InferenceServerClient(server.http_url)
         try:

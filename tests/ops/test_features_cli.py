@@ -9,7 +9,7 @@ import pytest
 
 from triton_textops import ReadabilityFeatures
 from triton_textops.cli import main
-from triton_textops.features_cli import read_corpus
+from triton_textops.tools.features_cli import read_corpus
 
 TEXTS = [f"Text {i} talks about word{i % 7} and the thing{i}. Done!" for i in range(40)]
 

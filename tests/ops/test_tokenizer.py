@@ -297,3 +297,32 @@ def test_tune_host_allocator_is_idempotent():
 
         if platform.libc_ver()[0] == "glibc":
             assert first is True
+
+
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_unicode_tables_respect_the_kernel_bounds(lowercase):
+    """Stage (a) sizes its regions by two properties of the shipped tables: no code point normalizes to more
+    than ``expand`` times its UTF-8 length, and none to more than one pre-token."""
+    from triton_textops.ops.text import PUNCT, WORD, Normalizer, _host_tables
+
+    t = _host_tables()
+    key = "uncased" if lowercase else "cased"
+    out_len, out_off, pool, cls = t[f"{key}_len"], t[f"{key}_off"].astype(np.int64), t[f"{key}_pool"], t["pretok_class"]
+    cp = np.arange(out_len.shape[0])
+    in_len = np.where(cp < 0x80, 1, np.where(cp < 0x800, 2, np.where(cp < 0x10000, 3, 4)))
+    expand = Normalizer.get(lowercase).expand
+    assert (out_len <= expand * in_len).all() and expand == (3 if lowercase else 2)
+    for off, ln in np.unique(np.stack([out_off, out_len.astype(np.int64)])[:, out_off >= 0], axis=1).T:
+        c = [int(cls[ord(ch)]) for ch in pool[off : off + ln].tobytes().decode("utf-8")]
+        tokens = sum(1 for j, x in enumerate(c) if x == PUNCT or (x == WORD and (j == 0 or c[j - 1] != WORD)))
+        assert tokens <= 1, (off, ln)
+
+
+def test_ten_megabyte_inputs_and_empty_batches(tok):
+    big = ("word " * 1_000_000) + "x" * 5_000_000
+    enc = tok.encode([big, "", "tail"], max_length=16)
+    assert enc.input_ids.shape == (3, 16) and enc.input_ids[0, 1] == tok.vocab["word"]
+    win = tok.encode([big[:2_000_000]], max_length=64, stride=8, return_overflowing_tokens=True)
+    assert win.input_ids.shape[0] == 1 + (400_000 - 62 + 53) // 54
+    for kw in ({}, {"stride": 2, "return_overflowing_tokens": True}):
+        assert tok.encode([], max_length=8, **kw).input_ids.shape == (0, 8)

@@ -14,8 +14,9 @@ import pytest
 
 from triton_textops import BertTokenizer, ReadabilityFeatures, blend_scores
 from triton_textops.cli import main
-from triton_textops.repo.config import config_to_text, load_config, model_config_pb2, parse_config_text
-from triton_textops.repo.generate import (
+from triton_textops.testing import load_model, run_ensemble
+from triton_textops.testing import pb_utils as pb
+from triton_textops.tools.repo.generate import (
     ENSEMBLE,
     MODELS,
     REQUIREMENTS_FILE,
@@ -26,8 +27,7 @@ from triton_textops.repo.generate import (
     plan_repository,
     read_requirements,
 )
-from triton_textops.testing import load_model, run_ensemble
-from triton_textops.testing import pb_utils as pb
+from triton_textops.triton.config import config_to_text, load_config, model_config_pb2, parse_config_text
 from triton_textops.triton.params import resolve_path
 
 from .conftest import austen, vocab_path

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from triton_helpers import TIMINGS, Runtime, make_repository, start_server
 
-from triton_textops.server import TritonServer, find_server, model_runtime_env
+from triton_textops.tools.server import TritonServer, find_server, model_runtime_env
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from triton_helpers import Runtime, server_infer
 from triton_textops import BertTokenizer, ReadabilityFeatures
 from triton_textops.bundled import austen_paragraphs as austen
 from triton_textops.bundled import vocab_path
-from triton_textops.server import TritonServer
+from triton_textops.tools.server import TritonServer
 
 pytestmark = pytest.mark.server
 BACKEND = "textops_preprocess_test"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from tritonclient.utils import np_to_triton_dtype
 
-from triton_textops.server import TritonServer
+from triton_textops.tools.server import TritonServer
 
 pytestmark = pytest.mark.server
 

@@ -21,8 +21,8 @@ from textops_repo import assert_same_outputs, config_dtypes, harness_infer
 from triton_helpers import TIMINGS, Runtime, server_infer, start_server
 
 from triton_textops.bundled import austen_paragraphs as austen
-from triton_textops.server import TritonServer
 from triton_textops.testing import run_ensemble
+from triton_textops.tools.server import TritonServer
 
 pytestmark = pytest.mark.server
 

@@ -1,6 +1,6 @@
 """Issue 8 end to end: our preprocess model served from a venv-pack env given by EXECUTION_ENV_PATH.
 
-The env is built and packed once per module by our own pack code (``triton_textops.envs``: venv + venv-pack,
+The env is built and packed once per module by our own pack code (``triton_textops.tools.envs``: venv + venv-pack,
 numpy<2 for the 24.10 stub, triton_textops installed from a copy of this checkout). The model directories point at
 it with ``$$TRITON_MODEL_DIRECTORY/custom_env.tar.gz``. The server itself is started with a bare venv (neither
 numpy nor triton_textops) first on PATH, so the models can only load and answer from inside the extracted env; an
@@ -28,7 +28,7 @@ from triton_helpers import MODELS, TIMINGS, Runtime, server_infer, start_server
 
 from triton_textops.bundled import austen_paragraphs as austen
 from triton_textops.bundled import vocab_path
-from triton_textops.server import TritonServer
+from triton_textops.tools.server import TritonServer
 
 pytestmark = pytest.mark.server
 
@@ -49,8 +49,8 @@ def _base_python() -> str:
 def packed_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """custom_env.tar.gz built by ``make_pack_plan``/``pack_env`` (venv + venv-pack) for Triton 24.10."""
     pytest.importorskip("venv_pack")
-    from triton_textops.envs import make_pack_plan, pack_env
-    from triton_textops.stub import parse_release
+    from triton_textops.tools.envs import make_pack_plan, pack_env
+    from triton_textops.tools.stub import parse_release
 
     t0 = time.monotonic()
     tmp = tmp_path_factory.mktemp("exec_env")
@@ -170,7 +170,7 @@ def test_preprocess_from_packed_env_answers_like_the_harness(env_server: TritonS
 
 def test_env_check_on_the_same_env(packed_env: Path, probe_info: dict, triton_runtime: Runtime,
                                    capsys: pytest.CaptureFixture[str]) -> None:
-    from triton_textops.envs import main
+    from triton_textops.tools.envs import main
 
     stub = triton_runtime.install.backend_directory(PY) / "python" / "triton_python_backend_stub"
     # the tarball, against the stub this server runs (the wheel's stub for our Python) and release 24.10: all good

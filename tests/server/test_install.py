@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from triton_textops.server import TRITON_VERSION, TritonServerError, install_server
+from triton_textops.tools.server import TRITON_VERSION, TritonServerError, install_server
 
 FILES = {
     "pytriton/__init__.py": (b"", 0o644),

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from triton_helpers import MODELS, Runtime, make_repository, server_infer, start_server
 
-from triton_textops.server import TritonServer, TritonServerError, shm_regions
+from triton_textops.tools.server import TritonServer, TritonServerError, shm_regions
 
 SHM = Path("/dev/shm")
 
@@ -120,9 +120,9 @@ def test_failed_start_leaves_no_regions(triton_runtime: Runtime, tmp_path: Path)
 @pytest.mark.server
 def test_probe_notices_a_dead_stub_that_ready_does_not(triton_runtime: Runtime, tmp_path: Path) -> None:
     from triton_textops.cli import main
-    from triton_textops.deploy import inspect_repository
-    from triton_textops.deploy.kserve import liveness_targets
-    from triton_textops.probe import exec_probe_command
+    from triton_textops.tools.deploy import inspect_repository
+    from triton_textops.tools.deploy.kserve import liveness_targets
+    from triton_textops.tools.probe import exec_probe_command
 
     repo = make_repository(tmp_path / "repo", "add_sub", "env_probe")
     server = start_server(triton_runtime, repo, "liveness test (add_sub, env_probe)")
@@ -164,7 +164,7 @@ def test_probe_notices_a_dead_stub_that_ready_does_not(triton_runtime: Runtime, 
 def test_stale_regions_of_a_dead_starter_are_swept_and_live_ones_kept(tmp_path: Path) -> None:
     """What a starter killed before it could stop its server leaves is removed by the next start; regions of a
     live starter (or another pid namespace) are not touched."""
-    from triton_textops.server import SHM_PREFIX, _pid_namespace, _sweep_stale_shm
+    from triton_textops.tools.server import SHM_PREFIX, _pid_namespace, _sweep_stale_shm
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = int(dead.stdout)  # exited: nothing has this pid now (a reuse within the test is very unlikely)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from triton_helpers import server_infer
 
-from triton_textops.server import TritonServer
+from triton_textops.tools.server import TritonServer
 
 pytestmark = pytest.mark.server
 

@@ -12,7 +12,7 @@ import pytest
 from triton_helpers import Runtime, make_repository, server_infer, start_server
 
 import triton_textops
-from triton_textops.server import TritonServer, TritonServerError, port_is_free
+from triton_textops.tools.server import TritonServer, TritonServerError, port_is_free
 
 pytestmark = pytest.mark.server
 

@@ -24,7 +24,7 @@ from triton_helpers import TIMINGS, Runtime, server_infer, start_server
 from tritonclient.utils import np_to_triton_dtype
 
 from triton_textops.bundled import austen_paragraphs as austen
-from triton_textops.server import TritonServer
+from triton_textops.tools.server import TritonServer
 
 pytestmark = pytest.mark.server
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from triton_textops.server import ServerInstall, TritonServer
+from triton_textops.tools.server import ServerInstall, TritonServer
 
 MODELS = Path(__file__).parent / "models"
 TIMINGS: dict[str, float] = {}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from stub_fakes import write_boost_headers, write_boost_tarball
 
-from triton_textops.stub import PythonInfo, query_python
+from triton_textops.tools.stub import PythonInfo, query_python
 
 
 def shared_pythons() -> list[PythonInfo]:

@@ -11,7 +11,7 @@ import pytest
 from stub_fakes import FAKE_BOOST_VERSION, write_boost_headers
 
 from triton_textops.errors import InputError
-from triton_textops.stub import (
+from triton_textops.tools.stub import (
     BOOST_OVERRIDE_MARKER,
     FETCH_DEPS,
     BoostSource,

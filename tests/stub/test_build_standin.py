@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from stub_fakes import FAKE_BOOST_VERSION
 
-from triton_textops.stub import (
+from triton_textops.tools.stub import (
     BOOST_OVERRIDE_MARKER,
     BuildError,
     BuildResult,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from triton_textops.errors import InputError
-from triton_textops.stub import STUB_TARGET, PythonInfo, main, make_plan, parse_release, resolve_release
+from triton_textops.tools.stub import STUB_TARGET, PythonInfo, main, make_plan, parse_release, resolve_release
 
 
 def _flags(cmd: list[str]) -> dict[str, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from triton_textops.errors import InputError
-from triton_textops.stub import PythonInfo, find_python, main
+from triton_textops.tools.stub import PythonInfo, find_python, main
 
 
 def _launcher(bindir: Path, name: str, target: str) -> Path:

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from triton_textops.errors import InputError
-from triton_textops.stub import (
+from triton_textops.tools.stub import (
     LAST_KNOWN_RELEASE,
     Release,
     default_python_for,

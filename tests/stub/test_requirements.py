@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from triton_textops.stub import (
+from triton_textops.tools.stub import (
     BuildError,
     PythonInfo,
     build_stub,

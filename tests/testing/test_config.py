@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from triton_textops.repo import config as cfg
+from triton_textops.triton import config as cfg
 
 
 def test_pb2_loaded_without_grpc_package_import():

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numba import prange
 
 from triton_textops.ops import features_dask
 from triton_textops.ops import kernels as K
@@ -276,9 +275,9 @@ def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
             x[t, j] = (x[t, j] - mean[j]) / std[j]
 
 
-def _features_cpu(n, data, offs, tok, txt, slots, pool, mask, max_probe,
+def _features_cpu(share, shares, n, data, offs, tok, txt, slots, pool, mask, max_probe,
                   is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
-    for t in prange(n):
+    for t in range(share, n, shares):
         features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
                       is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
 

@@ -56,19 +56,25 @@ class ByteTable:
         strings = [t.encode("utf-8") for t in strings]
         size = 1 << max(4, (2 * max(len(strings), 1) - 1).bit_length())  # load factor <= 1/2
         mask = size - 1
-        slots = np.full((size, 8), -1, dtype=np.int32)
+        taken = bytearray(size)
+        rows: list[tuple[int, ...]] = []
+        where: list[int] = []
         pool = bytearray()
         max_probe = 0
         for s, i in zip(strings, ids):
             h = fnv_host(s)
             j, probes = slot_of(h, mask), 0
-            while slots[j, _KEY] >= 0:
+            while taken[j]:
                 j, probes = (j + 1) & mask, probes + 1
+            taken[j] = 1
             pre = s.startswith(b"##")
-            row = (h & 0x7FFFFFFF, len(pool), len(s), i, int(pre), _head(s[2:] if pre else b""), _head(s), 0)
-            slots[j] = np.array(row, dtype=np.int64).astype(np.uint32).view(np.int32)
+            rows.append((h & 0x7FFFFFFF, len(pool), len(s), i, int(pre), _head(s[2:] if pre else b""), _head(s), 0))
+            where.append(j)
             pool += s
             max_probe = max(max_probe, probes)
+        slots = np.full((size, 8), -1, dtype=np.int32)
+        if rows:
+            slots[where] = np.array(rows, dtype=np.int64).astype(np.uint32).view(np.int32)
         self.slots = slots
         self.pool = np.frombuffer(bytes(pool) or b"\0", dtype=np.uint8).copy()
         self.mask = mask

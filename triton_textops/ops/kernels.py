@@ -6,8 +6,10 @@ How one source serves both targets:
   their module-level names. :func:`cpu` and :func:`gpu` compile a *copy* of such a function whose globals
   map every other ``device`` function to the same target's compiled version (``numba.njit`` on the CPU,
   ``numba.cuda.jit(device=True)`` on the GPU), so the very same code object is compiled for both.
-- Each kernel is a pair of 3-line entry points, one per target: the CPU one loops ``prange`` over the
-  items, the GPU one maps a thread to an item (grid-stride loop). Only these loops differ.
+- Each kernel is a pair of 3-line entry points, one per target, over items ``share, share + shares, ...``:
+  on the GPU a thread's share of a grid-stride loop, on the CPU a worker thread's share (the compiled
+  code releases the GIL, so :func:`run_cpu` runs the shares on a small thread pool at once). Only these
+  loops differ.
 - Under ``NUMBA_ENABLE_CUDASIM=1`` the GPU entry points run in numba-cuda's simulator on NumPy arrays:
   CI, which has no GPU, runs the GPU kernels and compares them with the CPU ones.
 
@@ -61,12 +63,47 @@ def _compiled(name: str, target: str) -> Callable:
     return cuda.jit(device=True)(fn)
 
 
-def cpu(fn: Callable) -> tuple[Callable, Callable]:
-    """The CPU entry points of a kernel: ``njit(parallel=True, nogil=True, cache=True)`` of ``fn`` (its
-    ``prange`` spread over numba's threads) and the same compiled serially (``prange`` is then a plain
-    ``range``) for batches of one text, where waking the thread pool costs more than it gives."""
-    return (numba.njit(parallel=True, nogil=True, cache=True)(_clone(fn, "cpu")),
-            numba.njit(nogil=True, cache=True)(_clone(fn, "cpu", "_serial")))
+def cpu(fn: Callable) -> Callable:
+    """The CPU entry point of a kernel: ``njit(nogil=True, cache=True)`` of ``fn(share, shares, n, ...)``, its
+    device calls bound to their CPU versions.
+
+    Why not ``parallel=True`` with ``prange``: measured here, parfor lowering doubled the compile time
+    of a kernel (10 s more for the fused encode kernel; the whole load must stay under ~15 s), and waking
+    numba's pool for a batch of one text cost more than the text. Shares run on :func:`run_cpu`'s threads
+    instead, with the same number of threads numba would use by default."""
+    return numba.njit(nogil=True, cache=True)(_clone(fn, "cpu"))
+
+
+_THREADS = [numba.config.NUMBA_NUM_THREADS]
+_POOL: list[Any] = [None]
+PARALLEL_MIN_ITEMS = 8  # below this a batch runs in the calling thread (handing work over costs ~20-50 us)
+
+
+def set_num_threads(n: int | None) -> None:
+    """Threads of the CPU kernels (``None``: numba's default, the number of cores)."""
+    _THREADS[0] = numba.config.NUMBA_NUM_THREADS if n is None else max(1, int(n))
+
+
+def get_num_threads() -> int:
+    return _THREADS[0]
+
+
+def run_cpu(kernel: Callable, n: int, *args: Any) -> None:
+    """Run a CPU entry point over items ``0 .. n-1``: in the calling thread for small batches, else in
+    ``get_num_threads()`` interleaved shares at once (the compiled code holds no GIL)."""
+    k = min(_THREADS[0], n)
+    if k <= 1 or n < PARALLEL_MIN_ITEMS:
+        kernel(0, 1, n, *args)
+        return
+    pool = _POOL[0]
+    if pool is None or pool._max_workers < k - 1:
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+        pool = _POOL[0] = ThreadPoolExecutor(max_workers=k - 1, thread_name_prefix="textops-kernel")
+    shares = [pool.submit(kernel, j, k, n, *args) for j in range(1, k)]
+    kernel(0, k, n, *args)
+    for f in shares:
+        f.result()
 
 
 class _LazyGpu:
@@ -95,15 +132,14 @@ def threads_per_block() -> int:
     return 32 if SIMULATOR else 128
 
 
-def launch(target: str, pair: tuple[tuple[Callable, Callable], _LazyGpu], n: int, *args: Any) -> None:
-    """Run kernel ``pair`` (CPU entries, GPU entry) over ``n`` items on ``target`` ("cpu" or "cuda"); on
-    the CPU one item runs serially.
+def launch(target: str, pair: tuple[Callable, _LazyGpu], n: int, *args: Any) -> None:
+    """Run kernel ``pair`` (CPU entry, GPU entry) over ``n`` items on ``target`` ("cpu" or "cuda").
 
     GPU launches go on CuPy's current stream (outside the simulator), so they are ordered with the CuPy
     operations around them and tensors handed over by DLPack need no extra synchronization."""
     COUNTS["launch"] += 1
     if target == "cpu":
-        pair[0][n <= 1](n, *args)
+        run_cpu(pair[0], n, *args)
         return
     kern = pair[1].get()
     tpb = threads_per_block()
@@ -134,11 +170,6 @@ def to_device(arr: np.ndarray, target: str, xp: Any) -> Any:
     if SIMULATOR:
         return arr if arr.flags.writeable else arr.copy()
     return xp.asarray(arr)
-
-
-def set_num_threads(n: int | None) -> None:
-    """Threads of the CPU kernels (numba's pool; ``None``: numba's default, the number of cores)."""
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS if n is None else max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
 
 
 def cache_dir_note() -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import prange
 
 from triton_textops.ops import kernels as K
 from triton_textops.ops.features import ReadabilityFeatures, features_text
@@ -26,10 +25,10 @@ except ImportError:  # pragma: no cover
     cuda = None
 
 
-def _cpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
+def _cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
          vocab, slots, pool, rows, mapping, content, specials,
          fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
-    for t in prange(n):
+    for t in range(share, n, shares):
         pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
         encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
         features_text(t, out, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,

@@ -16,7 +16,6 @@ The same device code counts the pieces (overflow windows, the flat ``wordpiece``
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from triton_textops.ops import kernels as K
 from triton_textops.ops.hashtable import find_bytes, fnv_step
@@ -156,8 +155,8 @@ def encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, row0
     frame_rows(t, m, rows, mapping, row0, nwin, content, step, specials, vocab)
 
 
-def _rows_cpu(n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, content, specials):
-    for t in prange(n):
+def _rows_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, content, specials):
+    for t in range(share, n, shares):
         encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
 
 
@@ -169,9 +168,9 @@ def _rows_gpu(n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, conten
 ENCODE_ROWS = (K.cpu(_rows_cpu), K.gpu(_rows_gpu))
 
 
-def _fused_cpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
+def _fused_cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
                vocab, slots, pool, rows, mapping, content, specials):
-    for t in prange(n):
+    for t in range(share, n, shares):
         pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
         encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
 
@@ -186,8 +185,8 @@ def _fused_gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out
 ENCODE_FUSED = (K.cpu(_fused_cpu), K.gpu(_fused_gpu))  # stages (a)+(b)+(c), fixed-length rows: one launch
 
 
-def _count_cpu(n, data, offs, tok, txt, vocab, slots, pool, dummy, counts):
-    for t in prange(n):
+def _count_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, dummy, counts):
+    for t in range(share, n, shares):
         m = wp_text(t, data, offs, tok, txt, vocab, slots, pool, dummy, 0, 0, 0, 1, 0, 1 << 62)
         counts[t] = m if txt[STATUS, t] == 0 else -1 - txt[STATUS, t]
 
@@ -201,8 +200,8 @@ def _count_gpu(n, data, offs, tok, txt, vocab, slots, pool, dummy, counts):
 COUNT_PIECES = (K.cpu(_count_cpu), K.gpu(_count_gpu))
 
 
-def _windows_cpu(n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan, content, step, specials):
-    for t in prange(n):
+def _windows_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan, content, step, specials):
+    for t in range(share, n, shares):
         encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan[t], plan[t + 1] - plan[t],
                     content, step, specials)
 
@@ -216,8 +215,8 @@ def _windows_gpu(n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, pla
 ENCODE_WINDOWS = (K.cpu(_windows_cpu), K.gpu(_windows_gpu))
 
 
-def _pieces_cpu(n, data, offs, tok, txt, vocab, slots, pool, pieces, piece_off):
-    for t in prange(n):
+def _pieces_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, pieces, piece_off):
+    for t in range(share, n, shares):
         wp_text(t, data, offs, tok, txt, vocab, slots, pool, pieces, 0, piece_off[t],
                 piece_off[t + 1] - piece_off[t], 1 << 62, 1, 1 << 62)
 
@@ -241,8 +240,8 @@ def copy_pieces(t, pieces, piece_off, rows, row0, off, content, step, nwin):
     return m
 
 
-def _pack_cpu(n, pieces, piece_off, vocab, rows, mapping, plan, content, step, specials):
-    for t in prange(n):
+def _pack_cpu(share, shares, n, pieces, piece_off, vocab, rows, mapping, plan, content, step, specials):
+    for t in range(share, n, shares):
         row0 = plan[t]
         nwin = plan[t + 1] - row0
         m = copy_pieces(t, pieces, piece_off, rows, row0, 1 if specials else 0, content, step, nwin)

@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from triton_textops.repo import config as cfgmod
 from triton_textops.testing import pb_utils as pb
 from triton_textops.testing.harness import (
     InferError,
@@ -24,6 +23,7 @@ from triton_textops.testing.harness import (
     reject_unicode_array,
     validate_request,
 )
+from triton_textops.triton import config as cfgmod
 
 __all__ = ["run_ensemble", "EnsembleError"]
 

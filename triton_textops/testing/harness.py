@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from triton_textops.ops.xp import _cupy
-from triton_textops.repo import config as cfgmod
 from triton_textops.testing import pb_utils as pb
+from triton_textops.triton import config as cfgmod
 
 __all__ = [
     "load_model",

@@ -343,16 +343,10 @@ class TextOpsModel:
         self.xp = get_xp(self.device)
         tune_host_allocator()  # this stub process serves this instance: keep batch temporaries on the heap
         with self._on_device():
-            self._threads()
+            set_num_threads(self.params["num_threads"] or None)  # this process serves this one instance
             self.setup()
-            if "text" in self.INPUTS:  # compile (or load from numba's cache) every kernel now, not on a request:
-                self.compute([pack_host([WARM_UP_TEXT])])  # one text runs the serial CPU entry,
-                self.compute([pack_host([WARM_UP_TEXT, ""])])  # several the parallel one
-
-    def _threads(self) -> None:
-        """numba's thread count is per calling thread: set before every batch."""
-        if self.xp is np:
-            set_num_threads(self.params["num_threads"] or None)
+            if "text" in self.INPUTS:  # compile (or load from numba's cache) every kernel now, not on a request
+                self.compute([pack_host([WARM_UP_TEXT])])
 
     def _on_device(self) -> Any:
         if self.xp is np:
@@ -379,7 +373,6 @@ class TextOpsModel:
         responses: list[Any] = [None] * len(requests)
         items: list[tuple[int, Any]] = []
         with self._on_device():
-            self._threads()
             for i, request in enumerate(requests):
                 try:
                     items.append((i, self.read(request)))

@@ -2,7 +2,7 @@
 
 ``preprocess`` (python) → ``bert-large`` and ``cuml`` in parallel → ``postprocess`` (python), wired by the
 ensemble ``ensemble_all`` (``excerpt``, ``BERT_WEIGHT`` → ``SCORE``). Every config is built as a
-``model_config_pb2.ModelConfig`` message and written with :func:`triton_textops.repo.config.write_config`
+``model_config_pb2.ModelConfig`` message and written with :func:`triton_textops.triton.config.write_config`
 (which checks that the text parses back to the same message).
 
 Moving the deployment between CPU and GPU changes only the ``instance_group`` kind of each member
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from triton_textops.repo.config import ConfigError, model_config_pb2, write_config
+from triton_textops.triton.config import ConfigError, model_config_pb2, write_config
 
 __all__ = [
     "RepositoryError",
@@ -503,7 +503,7 @@ def create_repository(
     ``out_dir`` is left alone). ``bert_model`` (.onnx → onnxruntime, .pt → pytorch; python backend:
     .onnx only) and ``forest`` (treelite checkpoint) may be omitted and added later.
 
-    ``pack_env`` (options of :func:`triton_textops.envs.pack_repository_env`, ``{}`` for its defaults) packs an
+    ``pack_env`` (options of :func:`triton_textops.tools.envs.pack_repository_env`, ``{}`` for its defaults) packs an
     env with the python models' requirements and shares it as ``shared_env``; progress goes to ``log``.
     """
     options = dict(
@@ -531,7 +531,7 @@ def create_repository(
     _check_target(plan, Path(out_dir), overwrite)
     if pack_env is None:
         return write_plan(plan, out_dir, overwrite=overwrite)
-    from triton_textops.envs import pack_repository_env  # noqa: PLC0415
+    from triton_textops.tools.envs import pack_repository_env  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="textops-shared-env-") as tmp:
         try:

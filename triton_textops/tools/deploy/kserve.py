@@ -7,7 +7,7 @@ Inference) protocol, the repository's ``storageUri``, CPU/memory/GPU resources a
 The startup and readiness probes ask Triton whether the served ensemble is ready, so a replica takes traffic
 only once every model of the repository has loaded. Triton keeps saying "ready" when a Python model's stub process
 has died (every request to it then fails; the r24.10 Python backend does not restart it), so the liveness probe
-sends one tiny real inference instead (:mod:`triton_textops.probe`: an exec probe running ``python3``, which the
+sends one tiny real inference instead (:mod:`triton_textops.tools.probe`: an exec probe running ``python3``, which the
 Triton image has for its Python backend) to the served ensemble and to every python model outside it; three
 failures in a row make Kubernetes restart the container.
 """
@@ -18,8 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from triton_textops.deploy import DeployError, RepositoryInfo
-from triton_textops.probe import ProbeError, ProbeTarget, exec_probe_command, probe_request
+from triton_textops.tools.deploy import DeployError, RepositoryInfo
+from triton_textops.tools.probe import ProbeError, ProbeTarget, exec_probe_command, probe_request
 
 __all__ = [
     "ANNOTATION_MODELS",
@@ -73,7 +73,7 @@ def _positive(value: int | None, option: str, minimum: int) -> int | None:
 def liveness_targets(info: RepositoryInfo, served: str) -> list[ProbeTarget]:
     """Probe requests for the liveness check: ``served`` (through an ensemble this reaches all its steps) and every
     python model the ensemble does not run."""
-    from triton_textops.repo.config import config_to_json_dict  # noqa: PLC0415
+    from triton_textops.triton.config import config_to_json_dict  # noqa: PLC0415
 
     covered = {served} | {s.model_name for s in info.configs[served].ensemble_scheduling.step}
     names = [served] + [m for m in info.python_models if m not in covered]

@@ -79,7 +79,7 @@ def _count(shape: Sequence[int]) -> int:
 
 def probe_request(model: str, config: Mapping[str, Any]) -> ProbeTarget:
     """A batch-1 request for ``config`` (the JSON form: the server's ``/v2/models/M/config`` or
-    :func:`triton_textops.repo.config.config_to_json_dict`). Variable dims become 1; optional inputs are left out."""
+    :func:`triton_textops.triton.config.config_to_json_dict`). Variable dims become 1; optional inputs are left out."""
     batch = [1] if int(config.get("max_batch_size", 0) or 0) > 0 else []
     inputs = []
     for inp in config.get("input", []):

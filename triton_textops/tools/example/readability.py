@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.bundled import austen_paragraphs, vocab_path
-from triton_textops.repo.generate import MODEL_REQUIREMENTS
+from triton_textops.tools.repo.generate import MODEL_REQUIREMENTS
 
 # What the python-backend bert-large/cuml models import besides numpy: the repository records it (requirements.txt).
 RUNTIME_PACKAGES: tuple[str, ...] = (*MODEL_REQUIREMENTS["bert-large"], *MODEL_REQUIREMENTS["cuml"])
@@ -294,7 +294,7 @@ def train(out_dir: str | os.PathLike[str], config: TrainConfig | None = None, *,
     wgt = cfg.blend_weight
     blend = wgt * bert_pred + (1 - wgt) * tree_pred
     report = {
-        "target": "Flesch-Kincaid grade level (triton_textops.examples.readability.flesch_kincaid_grade)",
+        "target": "Flesch-Kincaid grade level (triton_textops.tools.example.readability.flesch_kincaid_grade)",
         "config": asdict(cfg),
         "texts": {"total": len(texts), "train": len(train_idx), "test": n_test, "encoder_train": n_fit},
         "target_stats": {"mean": float(y.mean()), "std": float(y.std()), "min": float(y.min()), "max": float(y.max())},
@@ -338,7 +338,7 @@ def build_repository(
     **kw: Any,
 ) -> Path:
     """The example's model repository (``ensemble_all`` and members) from trained artifacts."""
-    from triton_textops.repo.generate import create_repository
+    from triton_textops.tools.repo.generate import create_repository
 
     art = Path(artifacts)
     return create_repository(repo_dir, device=device, vocab=vocab_path(), features=art / "features.json",

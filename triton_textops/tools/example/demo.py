@@ -30,7 +30,7 @@ ENSEMBLE = "ensemble_all"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``triton-textops demo``."""
-    from triton_textops.example import add_build_options
+    from triton_textops.tools.example.cli import add_build_options
 
     p = sub.add_parser("demo", help="serve the trained example pipeline in a real tritonserver and score text",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -126,11 +126,16 @@ def _step(n: int, total: int, what: str) -> Callable[[], None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from triton_textops.examples.readability import DEMO_BERT_WEIGHT, TrainConfig
-    from triton_textops.examples.readability import flesch_kincaid_grade as fk
-    from triton_textops.repo import config as cfgmod
-    from triton_textops.repo.generate import REQUIREMENTS_FILE, RepositoryError, read_requirements
-    from triton_textops.server import TritonServer, TritonServerError, find_server, repository_runtime_env
+    from triton_textops.tools.example.readability import DEMO_BERT_WEIGHT, TrainConfig
+    from triton_textops.tools.example.readability import flesch_kincaid_grade as fk
+    from triton_textops.tools.repo.generate import REQUIREMENTS_FILE, RepositoryError, read_requirements
+    from triton_textops.tools.server import (
+        TritonServer,
+        TritonServerError,
+        find_server,
+        repository_runtime_env,
+    )
+    from triton_textops.triton import config as cfgmod
 
     t_start = time.monotonic()
     weight = DEMO_BERT_WEIGHT if args.weight is None else args.weight
@@ -148,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         repo = args.repository
         done()
     else:
-        from triton_textops.example import build
+        from triton_textops.tools.example.cli import build
 
         done = _step(2, total, "example: train (or reuse) the models and write the repository")
         if args.artifacts is None:

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING
 import triton_textops
 
 if TYPE_CHECKING:
-    from triton_textops.probe import ProbeResult
+    from triton_textops.tools.probe import ProbeResult
 
 TRITON_VERSION = "2.51.0"
 PYTRITON_REQUIREMENT = "nvidia-pytriton==0.7.0"
@@ -634,9 +634,9 @@ class TritonServer:
         """Send one tiny real inference to each model of ``models`` (default: every Python-backend model) and
         return the results; raise :class:`TritonServerError` naming each model that did not answer correctly.
 
-        Unlike ``/v2/health/ready`` this notices a model whose stub process died (:mod:`triton_textops.probe`).
+        Unlike ``/v2/health/ready`` this notices a model whose stub process died (:mod:`triton_textops.tools.probe`).
         """
-        from triton_textops.probe import probe  # noqa: PLC0415
+        from triton_textops.tools.probe import probe  # noqa: PLC0415
 
         results = probe(self.http_url, models, timeout=timeout)
         failed = [r for r in results if not r.ok]
@@ -651,7 +651,7 @@ def repository_runtime_env(repository: str | os.PathLike[str]) -> Path:
     ``requirements.txt`` records (written by ``repo create`` / ``example readability``), cached per package set.
     When every python model names its own ``EXECUTION_ENV_PATH`` (``--pack-env``) those run there, so the record
     is not installed again."""
-    from triton_textops.repo.generate import read_requirements  # noqa: PLC0415
+    from triton_textops.tools.repo.generate import read_requirements  # noqa: PLC0415
 
     packages = read_requirements(repository) or ()
     if packages and _all_python_models_have_env(Path(repository)):
@@ -661,7 +661,7 @@ def repository_runtime_env(repository: str | os.PathLike[str]) -> Path:
 
 def _all_python_models_have_env(repository: Path) -> bool:
     try:
-        from triton_textops.repo.config import ConfigError, load_config  # noqa: PLC0415
+        from triton_textops.triton.config import ConfigError, load_config  # noqa: PLC0415
     except ImportError:  # pragma: no cover - the config schema comes with tritonclient (the 'server' extra)
         return False
     found = False
@@ -714,7 +714,7 @@ def _python_backends(repository: Path, backends: Path) -> list[str]:
     each loads libtriton_python.so under its own name, with its own backend config."""
     names = {"python"}
     try:
-        from triton_textops.repo.config import ConfigError, load_config  # noqa: PLC0415
+        from triton_textops.triton.config import ConfigError, load_config  # noqa: PLC0415
     except ImportError:  # pragma: no cover - the config schema comes with tritonclient (the 'server' extra)
         return ["python"]
     for model in sorted(p for p in repository.iterdir() if (p / "config.pbtxt").is_file()):

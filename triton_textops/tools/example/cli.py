@@ -1,7 +1,7 @@
 """``triton-textops example readability DIR``: build the trained example repository of the seed's pipeline.
 
 Trains (or reuses from the cache) the features artifact, the MiniLM regressor ``model.onnx`` and the random
-forest ``checkpoint.tl`` (:mod:`triton_textops.examples.readability`), then writes the ``ensemble_all``
+forest ``checkpoint.tl`` (:mod:`triton_textops.tools.example.readability`), then writes the ``ensemble_all``
 repository into DIR. ``--backends python`` (default with ``--device cpu``) runs ``bert-large`` and ``cuml`` as
 Python-backend models over those files, for servers that only have the Python backend (the PyPI wheel);
 ``--backends native`` (default with ``--device gpu``) uses Triton's onnxruntime and FIL backends, as the seed.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 def default_cache() -> Path:
     """Where trained artifacts are kept between runs (``<triton-textops cache>/examples``)."""
-    from triton_textops.server import cache_dir
+    from triton_textops.tools.server import cache_dir
 
     return cache_dir() / "examples"
 
@@ -46,15 +46,15 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--encoder-train", type=int, default=None,
                    help="training texts embedded for the BERT head (default 1000; the encoder dominates)")
     p.add_argument("--instances", type=int, default=1, help="instances of every model")
-    from triton_textops.envs import add_pack_env_options
+    from triton_textops.tools.envs import add_pack_env_options
 
     add_pack_env_options(p)
 
 
 def build(args: argparse.Namespace, directory: Path, out: object = None) -> tuple[Path, dict]:
     """Train or reuse the artifacts and write the repository; print progress and timings to ``out``."""
-    from triton_textops.envs import pack_env_options
-    from triton_textops.examples import readability as rd
+    from triton_textops.tools.envs import pack_env_options
+    from triton_textops.tools.example import readability as rd
 
     out = out or sys.stdout
 
@@ -79,7 +79,7 @@ def build(args: argparse.Namespace, directory: Path, out: object = None) -> tupl
 
 
 def run(args: argparse.Namespace) -> int:
-    from triton_textops.repo.generate import RepositoryError
+    from triton_textops.tools.repo.generate import RepositoryError
 
     try:
         repo, _ = build(args, Path(args.directory))

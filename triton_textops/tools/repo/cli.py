@@ -7,8 +7,8 @@ import sys
 from typing import Any
 
 from triton_textops.bundled import vocab_path
-from triton_textops.envs import add_pack_env_options, pack_env_options
-from triton_textops.repo.generate import (
+from triton_textops.tools.envs import add_pack_env_options, pack_env_options
+from triton_textops.tools.repo.generate import (
     REQUIREMENTS_FILE,
     RepositoryError,
     create_repository,

@@ -19,7 +19,7 @@ import os
 import tarfile
 from pathlib import Path
 
-from triton_textops.deploy import DeployError, RepositoryInfo
+from triton_textops.tools.deploy import DeployError, RepositoryInfo
 
 __all__ = ["DEFAULT_MODEL_ENV", "ENV_FILE_NAME", "container_environment", "write_model_archive"]
 

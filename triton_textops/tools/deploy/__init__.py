@@ -1,7 +1,7 @@
 """Deploy a generated model repository on managed serving: KServe and SageMaker (issue 9).
 
 :func:`inspect_repository` reads a repository with Triton's config schema
-(:mod:`triton_textops.repo.config`) and checks what a remote server will need: every top-level folder is
+(:mod:`triton_textops.triton.config`) and checks what a remote server will need: every top-level folder is
 a model with a parsable ``config.pbtxt`` of its own name, every ensemble step names a model that is
 there, every ``EXECUTION_ENV_PATH`` under ``$$TRITON_MODEL_DIRECTORY`` and every custom stub travels
 with the repository. :mod:`.kserve` writes an ``InferenceService``, :mod:`.sagemaker` the
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from triton_textops.repo.config import ConfigError, load_config, model_config_pb2
+from triton_textops.triton.config import ConfigError, load_config, model_config_pb2
 
 __all__ = ["DeployError", "RepositoryInfo", "inspect_repository", "DEFAULT_MODEL"]
 

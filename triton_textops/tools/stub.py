@@ -1330,7 +1330,7 @@ __all__ = [
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m triton_textops.stub build ...`: the same commands without importing the other CLI modules
+    """`python -m triton_textops.tools.stub build ...`: the same commands without importing the other CLI modules
     (what `stub_build/build_stub.sh` uses, so it runs from a source checkout with only the standard library)."""
     parser = argparse.ArgumentParser(prog="triton-textops")
     add_parser(parser.add_subparsers(dest="command", required=True))

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from triton_textops.errors import InputError
-from triton_textops.stub import (
+from triton_textops.tools.stub import (
     NUMPY2_FIRST_RELEASE,
     Release,
     default_python_for,
@@ -41,7 +41,7 @@ ARCHIVE_CHECK_FIRST_RELEASE = Release(26, 6)  # PB #437: entries with '..', abso
 BACKEND_MODULES = {"numpy": "numpy", "cupy": "cupy", "cudf": "cudf"}
 GPU_PIP = ["cupy-cuda12x>=13"]
 CUDF_PIP = ["cudf-cu12>=25.10"]
-_REPO_ROOT = Path(__file__).resolve().parents[1]
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # --------------------------------------------------------------------------------------------------
 # Specifications (envs/*.yml, envs/*.txt are generated from these; tests/envs checks they match)
@@ -786,8 +786,8 @@ def pack_repository_env(
 
 
 def _local_stub(python_version: str) -> Path | None:
-    """The stub the local server (:func:`triton_textops.server.find_server`) runs for ``python_version``."""
-    from triton_textops.server import TritonServerError, find_server  # noqa: PLC0415
+    """The stub the local server (:func:`triton_textops.tools.server.find_server`) runs for ``python_version``."""
+    from triton_textops.tools.server import TritonServerError, find_server  # noqa: PLC0415
 
     try:
         install = find_server()
@@ -898,7 +898,7 @@ def run_pack(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m triton_textops.envs env ...` (used by envs/pack_env.sh from a source checkout)."""
+    """`python -m triton_textops.tools.envs env ...` (used by envs/pack_env.sh from a source checkout)."""
     parser = argparse.ArgumentParser(prog="triton-textops")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(list(argv) if argv is not None else None)

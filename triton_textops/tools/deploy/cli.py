@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from triton_textops.deploy import DeployError, RepositoryInfo, inspect_repository
+from triton_textops.tools.deploy import DeployError, RepositoryInfo, inspect_repository
 
 
 def add_parser(subparsers: Any) -> None:
@@ -72,7 +72,7 @@ def _notes(info: RepositoryInfo) -> None:
 
 
 def _kserve(args: argparse.Namespace) -> int:
-    from triton_textops.deploy.kserve import build_inference_service, inference_service_to_yaml  # noqa: PLC0415
+    from triton_textops.tools.deploy.kserve import build_inference_service, inference_service_to_yaml  # noqa: PLC0415
 
     try:
         info = inspect_repository(args.repo)
@@ -113,7 +113,7 @@ def _kserve(args: argparse.Namespace) -> int:
 
 
 def _sagemaker(args: argparse.Namespace) -> int:
-    from triton_textops.deploy.sagemaker import (  # noqa: PLC0415
+    from triton_textops.tools.deploy.sagemaker import (  # noqa: PLC0415
         ENV_FILE_NAME,
         container_environment,
         write_environment,

@@ -1,1 +1,0 @@
-"""Trained example pipelines (``triton-textops example ...``); see :mod:`triton_textops.examples.readability`."""

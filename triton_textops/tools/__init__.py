@@ -1,0 +1,12 @@
+"""The operator's tools: what runs, builds, packs and deploys servers, never imported by a served model.
+
+* :mod:`.server`: :class:`~triton_textops.tools.server.TritonServer` and ``triton-textops serve`` (a real
+  tritonserver on loopback); :mod:`.probe`: ``triton-textops probe``, the real liveness check;
+* :mod:`.repo`: ``triton-textops repo create`` (the seed's ``ensemble_all`` repository);
+* :mod:`.stub`: ``triton-textops stub build``; :mod:`.envs`: ``triton-textops env pack|check|spec``;
+* :mod:`.deploy`: ``triton-textops deploy kserve|sagemaker``;
+* :mod:`.features_cli`: ``triton-textops fit-features``;
+* :mod:`.example`: the trained readability example (``triton-textops example readability``) and its ``demo``.
+
+The library layers (``ops``, ``models``, ``triton``, ``testing``) never import from here.
+"""
