@@ -1,0 +1,71 @@
+"""The kernel machinery: one source compiled for both targets, the launch counter, the CPU thread shares,
+and numba's cache falling back to a user directory when the package directory is not writable."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import triton_textops
+from triton_textops import BertTokenizer
+from triton_textops.bundled import austen_paragraphs, vocab_path
+from triton_textops.ops import kernels as K
+
+
+def test_device_functions_are_bound_per_target():
+    """A kernel's CPU clone calls the CPU compilation of each device function it names."""
+    import triton_textops.ops.wordpiece as wp
+
+    clone = K._clone(wp.encode_text, "cpu")
+    assert clone.__code__ is wp.encode_text.__code__
+    assert clone.__globals__["wp_text"] is K._compiled("wp_text", "cpu")
+    assert wp.wp_text.__module__ == "triton_textops.ops.wordpiece"  # the module keeps the plain function
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_thread_shares_give_the_same_rows(threads):
+    texts = austen_paragraphs()[:50]
+    tok = BertTokenizer.from_vocab(vocab_path())
+    K.set_num_threads(1)
+    want = tok.encode(texts, max_length=64).input_ids
+    try:
+        K.set_num_threads(threads)
+        np.testing.assert_array_equal(tok.encode(texts, max_length=64).input_ids, want)
+    finally:
+        K.set_num_threads(None)
+    assert K.get_num_threads() >= 1
+
+
+def test_launches_are_counted():
+    tok = BertTokenizer.from_vocab(vocab_path())
+    K.COUNTS.clear()
+    tok.encode(["one text", "two"], max_length=8)
+    assert K.COUNTS["launch"] == 1 and K.COUNTS["d2h"] == 0  # the CPU copies nothing
+
+
+@pytest.mark.slow
+def test_read_only_package_directory_uses_a_user_cache(tmp_path):
+    """numba writes its cache next to the sources; where it cannot (a read-only site-packages in a
+    container) the model must still load: numba then uses the user-wide cache directory."""
+    pkg = tmp_path / "site" / "triton_textops"
+    shutil.copytree(Path(triton_textops.__file__).parent, pkg,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    for d in [pkg, *[p for p in pkg.rglob("*") if p.is_dir()]]:
+        (d / "__pycache__").write_text("not a directory: nothing can be cached here\n")
+    xdg = tmp_path / "xdg"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(PYTHONPATH=str(tmp_path / "site"), XDG_CACHE_HOME=str(xdg), PYTHONDONTWRITEBYTECODE="1")
+    code = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
+            "import triton_textops; from triton_textops import BertTokenizer; "
+            "assert triton_textops.__file__.startswith(sys.argv[1]); "
+            f"t = BertTokenizer.from_vocab({str(vocab_path())!r}); print(t.encode(['a b'], max_length=4).input_ids.tolist())")
+    out = subprocess.run([sys.executable, "-c", code, str(pkg)], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[[101, 1037, 1038, 102]]"
+    assert list(xdg.rglob("*.nbi")), "numba's user-wide cache holds the kernels"
