@@ -197,3 +197,22 @@ def test_shell_wrapper_dry_run(tmp_path: Path, env_python: PythonInfo) -> None:
                          cwd=tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "tool: venv" in out.stdout
+
+
+def test_pack_installs_the_package_dependencies_next_to_the_pinned_numpy(tmp_path: Path) -> None:
+    """triton-textops goes in with --no-deps, so its own runtime requirements (pyproject) are listed explicitly;
+    numpy stays pinned for the stub, the gpu extra's join for --kind gpu."""
+    import tomllib
+
+    from triton_textops.tools.envs import package_dependencies
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = [r for r in project["dependencies"] if not r.startswith("numpy")]
+    assert declared and package_dependencies() == declared
+    gpu = package_dependencies("gpu")
+    assert gpu[: len(declared)] == declared and set(project["optional-dependencies"]["gpu"]) <= set(gpu)
+    py = shutil.which("python3") or sys.executable
+    plan = make_pack_plan(kind="cpu", release=parse_release("24.10"), python=py, tool="venv",
+                          output=tmp_path / "env.tar.gz", work_dir=tmp_path / "w")
+    install = next(c for c in plan.commands if "install" in c and "--no-deps" not in c)
+    assert install[install.index("--no-compile") + 1:] == ["numpy>=1.21,<2", *declared]

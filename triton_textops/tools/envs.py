@@ -80,6 +80,34 @@ def pip_requirements(kind: str, release: Release, *, cudf: bool = False) -> list
     return reqs
 
 
+def _name(requirement: str) -> str:
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return re.sub(r"[-_.]+", "-", m.group(1)).lower() if m else requirement
+
+
+def package_dependencies(kind: str = "cpu") -> list[str]:
+    """triton-textops's own runtime requirements (its metadata; the checkout's pyproject.toml when not installed),
+    plus the ``gpu`` extra's for ``kind="gpu"``, numpy left out (the env pins it for the stub). ``pack`` installs
+    triton-textops with ``--no-deps`` (a checkout or wheel path), so these go in explicitly."""
+    from importlib import metadata  # noqa: PLC0415
+
+    try:
+        declared = metadata.requires("triton-textops") or []
+    except metadata.PackageNotFoundError:
+        import tomllib  # noqa: PLC0415
+
+        project = tomllib.loads((_REPO_ROOT / "pyproject.toml").read_text())["project"]
+        declared = list(project.get("dependencies", []))
+        declared += [f'{r}; extra == "gpu"' for r in project.get("optional-dependencies", {}).get("gpu", [])]
+    out = []
+    for req in declared:
+        spec, _, marker = req.partition(";")
+        extra = re.search(r"""extra\s*==\s*["']([^"']+)["']""", marker)
+        if (extra is None or (kind == "gpu" and extra.group(1) == "gpu")) and _name(spec) != "numpy":
+            out.append(spec.strip())
+    return out
+
+
 def render_spec(fmt: str, kind: str, release: Release, python: str, *, cudf: bool = False) -> str:
     """Text of a conda environment.yml (`fmt="conda"`) or a pip requirements.txt (`fmt="pip"`)."""
     cmd = f"triton-textops env spec --format {fmt} --kind {kind} --triton {release} --python {python}"
@@ -595,7 +623,9 @@ def make_pack_plan(
         tool = "conda" if conda else "venv"
     if tool not in ("conda", "venv"):
         raise InputError(f"--tool must be auto, conda or venv, not {tool!r}")
-    reqs = pip_requirements(kind, release, cudf=cudf) + list(extra)
+    reqs = pip_requirements(kind, release, cudf=cudf)
+    have = {_name(r) for r in reqs}
+    reqs += [r for r in package_dependencies(kind) if _name(r) not in have] + list(extra)
     textops = textops or default_textops_source()
     temp_work = None if work_dir else Path(tempfile.mkdtemp(prefix="textops-env-"))
     work = Path(work_dir) if work_dir else temp_work
