@@ -32,7 +32,7 @@ import numpy as np
 from triton_textops.ops import features_dask
 from triton_textops.ops import kernels as K
 from triton_textops.ops.corpus import FIT_CHUNK, pretokenized_chunks
-from triton_textops.ops.hashtable import ByteTable, find_bytes, fnv_step
+from triton_textops.ops.hashtable import ByteTable, find_bytes
 from triton_textops.ops.text import END, KIND, NCHARS, NTOK, START, STATUS, Normalizer, PreTokens, TextBatch
 from triton_textops.ops.xp import get_xp, resolve_device, target_of
 
@@ -243,7 +243,7 @@ def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
         since_end += 1
         h = 0x811C9DC5
         for q in range(s, e):
-            h = fnv_step(h, int(data[q]))
+            h = ((h ^ int(data[q])) * 0x01000193) & 0xFFFFFFFF  # FNV-1a, as the word table's keys
         w = find_bytes(h, data, s, e - s, 0, slots, pool, mask, max_probe)
         if w >= 0:
             if is_stop[w] != 0:

@@ -25,7 +25,7 @@ def fnv_host(data: bytes, h: int = FNV_OFFSET) -> int:
 
 
 FNV_CONT = fnv_host(b"##")
-if FNV_CONT != 0x16C89023:  # the constant wp_word starts continuation pieces from
+if FNV_CONT != 0x16C89023:  # the constant wp_split starts continuation pieces from
     raise RuntimeError("FNV state after '##' does not match the kernels' constant")
 
 
@@ -84,11 +84,6 @@ class ByteTable:
     def on(self, target: str, xp: Any) -> tuple[Any, Any]:
         """(slots, pool) on ``target``'s device."""
         return K.to_device(self.slots, target, xp), K.to_device(self.pool, target, xp)
-
-
-@K.device
-def fnv_step(h, b):
-    return ((h ^ b) * 0x01000193) & 0xFFFFFFFF
 
 
 @K.device

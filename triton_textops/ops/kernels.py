@@ -56,8 +56,8 @@ def _clone(fn: Callable, target: str, suffix: str = "") -> Callable:
 @functools.cache
 def _compiled(name: str, target: str) -> Callable:
     fn = _clone(_DEVICE[name], target)
-    if target == "cpu":
-        return numba.njit(cache=True, nogil=True)(fn)
+    if target == "cpu":  # no NRT: device code never allocates, and calls then skip reference counting
+        return numba.njit(cache=True, nogil=True, _nrt=False)(fn)
     from numba import cuda  # noqa: PLC0415
 
     return cuda.jit(device=True)(fn)
@@ -70,8 +70,10 @@ def cpu(fn: Callable) -> Callable:
     Why not ``parallel=True`` with ``prange``: measured here, parfor lowering doubled the compile time
     of a kernel (10 s more for the fused encode kernel; the whole load must stay under ~15 s), and waking
     numba's pool for a batch of one text cost more than the text. Shares run on :func:`run_cpu`'s threads
-    instead, with the same number of threads numba would use by default."""
-    return numba.njit(nogil=True, cache=True)(_clone(fn, "cpu"))
+    instead, with the same number of threads numba would use by default. Compiled without numba's
+    reference counting (``_nrt=False``): kernels never allocate, and every call of a device function
+    then skips an incref/decref per array argument (measured: WordPiece 132 -> 56 ns per piece here)."""
+    return numba.njit(nogil=True, cache=True, _nrt=False)(_clone(fn, "cpu"))
 
 
 _THREADS = [numba.config.NUMBA_NUM_THREADS]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from triton_textops.ops import kernels as K
-from triton_textops.ops.hashtable import find_bytes, fnv_step
+from triton_textops.ops.hashtable import find_bytes
 from triton_textops.ops.text import END, NCHARS, NTOK, SPECIAL, START, STATUS, PreTokens, pretok_text
 
 try:
@@ -53,16 +53,10 @@ def put(out, row0, off, content, step, nwin, pos, val):
 
 
 @K.device
-def wp_word(data, s, e, slots, pool, mask, max_probe, max_len, unk, out, row0, off, content, step, nwin, pos):
-    """WordPiece of the word ``data[s:e]`` as pieces ``pos, pos+1, ...``; returns the next position."""
-    if e - s <= max_len:  # most words are one vocabulary piece: one lookup settles them
-        h = 0x811C9DC5
-        for q in range(s, e):
-            h = fnv_step(h, int(data[q]))
-        wid = find_bytes(h, data, s, e - s, 0, slots, pool, mask, max_probe)
-        if wid >= 0:
-            put(out, row0, off, content, step, nwin, pos, wid)
-            return pos + 1
+def wp_split(data, s, e, slots, pool, mask, max_probe, max_len, unk, out, row0, off, content, step, nwin, pos):
+    """WordPiece of a word ``data[s:e]`` that is not one vocabulary piece, as pieces ``pos, pos+1, ...``:
+    greedy longest match, each piece's candidates probed at every character boundary while its hash is
+    extended byte by byte. Returns the next position."""
     p = s
     npc = 0
     while p < e:
@@ -73,7 +67,7 @@ def wp_word(data, s, e, slots, pool, mask, max_probe, max_len, unk, out, row0, o
         blen = 0
         q = p
         while q < lim:
-            h = fnv_step(h, int(data[q]))
+            h = ((h ^ int(data[q])) * 0x01000193) & 0xFFFFFFFF
             q += 1
             if q < e and (int(data[q]) & 0xC0) == 0x80:
                 continue  # inside a character: pieces end at character boundaries
@@ -113,9 +107,21 @@ def wp_text(t, data, offs, tok, txt, vocab, slots, pool, out, row0, off, content
         elif tok[NCHARS, k] > 100:
             put(out, row0, off, content, step, nwin, pos, unk)
             pos += 1
-        else:
-            pos = wp_word(data, tok[START, k], tok[END, k], slots, pool, mask, max_probe, max_len, unk,
-                          out, row0, off, content, step, nwin, pos)
+        else:  # most words are one vocabulary piece: one lookup settles them (no call per word)
+            s = tok[START, k]
+            e = tok[END, k]
+            wid = -1
+            if e - s <= max_len:
+                h = 0x811C9DC5
+                for q in range(s, e):
+                    h = ((h ^ int(data[q])) * 0x01000193) & 0xFFFFFFFF
+                wid = find_bytes(h, data, s, e - s, 0, slots, pool, mask, max_probe)
+            if wid >= 0:
+                put(out, row0, off, content, step, nwin, pos, wid)
+                pos += 1
+            else:
+                pos = wp_split(data, s, e, slots, pool, mask, max_probe, max_len, unk,
+                               out, row0, off, content, step, nwin, pos)
     return pos
 
 
