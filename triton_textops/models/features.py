@@ -10,7 +10,6 @@ from typing import Any
 
 from triton_textops.errors import ConfigError
 from triton_textops.ops.features import ReadabilityFeatures
-from triton_textops.ops.text import Normalizer
 from triton_textops.triton.base import TensorSpec, TextOpsModel
 from triton_textops.triton.params import Param
 
@@ -40,13 +39,11 @@ class TritonPythonModel(TextOpsModel):
 
     def setup(self) -> None:
         self.features = load_features(self, "features")
-        self.normalizer = Normalizer.get(self.features.lowercase, self.device)
 
     def read(self, request: Any) -> Any:
         return self.read_text(request)
 
     def compute(self, items: list[Any]) -> list[dict[str, Any]]:
         batch, counts = self.text_batch(items)
-        pre = self.normalizer.pretokenize(batch)
-        x = self.features.transform_pretokens(pre, normalize=self.params["normalize"])
+        x = self.features.transform(batch, normalize=self.params["normalize"], device=self.device)
         return self.split_rows({"features": x}, counts)

@@ -33,7 +33,21 @@ from triton_textops.ops import features_dask
 from triton_textops.ops import kernels as K
 from triton_textops.ops.corpus import FIT_CHUNK, pretokenized_chunks
 from triton_textops.ops.hashtable import ByteTable, find_bytes
-from triton_textops.ops.text import END, KIND, NCHARS, NTOK, START, STATUS, Normalizer, PreTokens, TextBatch
+from triton_textops.ops.text import (
+    END,
+    HASH,
+    KIND,
+    N_TOK_ROWS,
+    NCHARS,
+    NTOK,
+    START,
+    STATUS,
+    Normalizer,
+    PreTokens,
+    TextBatch,
+    pretok_text,
+    raise_bad_rows,
+)
 from triton_textops.ops.xp import get_xp, resolve_device, target_of
 
 try:
@@ -241,9 +255,7 @@ def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
             continue
         n_words += 1
         since_end += 1
-        h = 0x811C9DC5
-        for q in range(s, e):
-            h = ((h ^ int(data[q])) * 0x01000193) & 0xFFFFFFFF  # FNV-1a, as the word table's keys
+        h = int(tok[HASH, k]) & 0xFFFFFFFF  # stage (a)'s FNV-1a of the word, as the word table's keys
         w = find_bytes(h, data, s, e - s, 0, slots, pool, mask, max_probe)
         if w >= 0:
             if is_stop[w] != 0:
@@ -290,6 +302,25 @@ def _features_gpu(n, data, offs, tok, txt, slots, pool, mask, max_probe,
 
 
 FEATURES = (K.cpu(_features_cpu), K.gpu(_features_gpu))
+
+
+def _fused_cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
+               slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
+    for t in range(share, n, shares):
+        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+        features_text(t, out, offs, tok, txt, slots, pool, mask, max_probe,
+                      is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
+
+
+def _fused_gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
+               slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+        features_text(t, out, offs, tok, txt, slots, pool, mask, max_probe,
+                      is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
+
+
+FEATURES_FUSED = (K.cpu(_fused_cpu), K.gpu(_fused_gpu))  # stage (a) + the features: one launch
 
 
 # ------------------------------------------------------------------------------------ the features
@@ -572,12 +603,20 @@ class ReadabilityFeatures:
         """Features of a batch: float32 array (n, 7 + n_common + n_rare) of the device's array module.
 
         ``texts``: list of str/bytes, NumPy object array of bytes, or a ``(data, offsets)`` pair.
-        Invalid UTF-8 raises :class:`InputError` naming the row. Two kernel launches (stage (a), the
-        features) and one device-to-host copy (the rows' UTF-8 status)."""
+        Invalid UTF-8 raises :class:`InputError` naming the row. One kernel launch (stage (a) and the
+        features of each text by one thread) and one device-to-host copy (the rows' UTF-8 status)."""
         device = resolve_device(device)
-        batch = TextBatch.from_texts(texts, get_xp(device), target_of(device))
-        pre = Normalizer.get(self.lowercase, device).pretokenize(batch)
-        return self.transform_pretokens(pre, normalize=normalize)
+        target, xp = target_of(device), get_xp(device)
+        batch = TextBatch.from_texts(texts, xp, target)
+        norm = Normalizer.get(self.lowercase, device)
+        n, nb = batch.n, int(batch.data.shape[0])
+        x = xp.empty((n, self.n_features), dtype=np.float32)
+        txt = xp.empty((3, n), dtype=np.int64)
+        if n:
+            K.launch(target, FEATURES_FUSED, n, *norm.args(batch, None), xp.empty(norm.expand * nb, dtype=np.uint8),
+                     norm.expand, xp.empty((N_TOK_ROWS, nb), dtype=np.int32), txt, *self.kernel_args(device, nb, x, normalize))
+        raise_bad_rows(K.to_host(txt[STATUS], target))
+        return x
 
     def transform_pretokens(self, pre: PreTokens, *, normalize: bool = True, check: bool = True) -> Any:
         """Features from stage (a)'s output (the preprocess model's one normalization pass): one launch.

@@ -15,7 +15,7 @@ import numpy as np
 
 from triton_textops.ops import kernels as K
 from triton_textops.ops.features import ReadabilityFeatures, features_text
-from triton_textops.ops.text import STATUS, TextBatch, pretok_text, raise_bad_rows
+from triton_textops.ops.text import N_TOK_ROWS, STATUS, TextBatch, pretok_text, raise_bad_rows
 from triton_textops.ops.tokenizer import BertTokenizer, Encoding
 from triton_textops.ops.wordpiece import encode_text
 
@@ -63,7 +63,7 @@ def preprocess(tok: BertTokenizer, feats: ReadabilityFeatures, texts: Any, *, ma
     txt = xp.empty((3, n), dtype=np.int64)
     if n:
         K.launch(tok.target, PREPROCESS, n, *norm.args(batch, tok._special_bytes),
-                 xp.empty(norm.expand * nb, dtype=np.uint8), norm.expand, xp.empty((5, nb), dtype=np.int32), txt,
+                 xp.empty(norm.expand * nb, dtype=np.uint8), norm.expand, xp.empty((N_TOK_ROWS, nb), dtype=np.int32), txt,
                  *tok._wp_args(), rows, mapping, content, True,
                  *feats.kernel_args(tok.device, nb, x, normalize))
     raise_bad_rows(K.to_host(txt[STATUS], tok.target))

@@ -38,7 +38,9 @@ except ImportError:  # pragma: no cover - numba without its CUDA target: GPU ent
 
 WORD, SPACE, PUNCT = 0, 1, 2  # pre-tokenizer classes of a normalized code point
 NOT_SPECIAL, ABSORBED = -1, -2  # PreTokens.special: no raw special token / covered by one, not its first
-START, END, NCHARS, KIND, SPECIAL = range(5)  # rows of PreTokens.tok (int32, one column per token slot)
+# rows of PreTokens.tok (int32, one column per token slot); HASH: 32-bit FNV-1a of the token's bytes
+START, END, NCHARS, KIND, SPECIAL, HASH = range(6)
+N_TOK_ROWS = 6
 TEXT_LEN, NTOK, STATUS = range(3)  # rows of PreTokens.txt (int64, one column per text)
 AMAP = 0x110000  # the normalization table's ASCII part starts here: normalized byte | class << 8, 0: removed
 MAX_BATCH_BYTES = 1 << 29  # token positions are int32: 512 MiB of text per call at most
@@ -240,8 +242,9 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
     o_cap = offs[t + 1] * expand
     k = offs[t]  # tokens of text t live at [offs[t], offs[t] + txt[NTOK, t])
     k_cap = offs[t + 1]
-    cur = -1  # the word token being read, and its characters so far
+    cur = -1  # the word token being read, its characters so far and the FNV-1a hash of its bytes so far
     cur_n = 0
+    th = 0
     sp_end = -1  # raw position where the current special match ends
     sp_idx = -1  # its index while its first token is still to come
     while i < stop:
@@ -262,6 +265,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                         if o >= o_cap:
                             break
                         out[o] = a & 0xFF
+                        th = ((th ^ (a & 0xFF)) * 0x01000193) & 0xFFFFFFFF
                         o += 1
                         cur_n += 1
                     i += 1
@@ -312,11 +316,13 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
             if cls != WORD and cur >= 0:  # a space or a punctuation character ends the word
                 tok[END, cur] = o
                 tok[NCHARS, cur] = cur_n
+                tok[HASH, cur] = th - 0x100000000 if th >= 0x80000000 else th
                 cur = -1
             if cls == PUNCT or (cls == WORD and cur < 0):  # a token starts here
                 tok[START, k] = o
                 tok[KIND, k] = 1 if cls == PUNCT else 0
                 tok[SPECIAL, k] = mark
+                th = 0x811C9DC5
                 if cls == PUNCT:
                     tok[END, k] = o + c_len
                     tok[NCHARS, k] = 1
@@ -328,19 +334,23 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                     sp_idx = -1
                     mark = ABSORBED
             cur_n += 1
-            if src == -2:
-                out[o] = ob
-            elif src < 0:
-                for j in range(c_len):
-                    out[o + j] = data[i - ln + j]
-            else:
-                for j in range(c_len):
-                    out[o + j] = pool[src + p + j]
+            for j in range(c_len):
+                if src == -2:
+                    c = ob
+                elif src < 0:
+                    c = int(data[i - ln + j])
+                else:
+                    c = int(pool[src + p + j])
+                out[o + j] = c
+                th = ((th ^ c) * 0x01000193) & 0xFFFFFFFF
+            if cls == PUNCT:
+                tok[HASH, k - 1] = th - 0x100000000 if th >= 0x80000000 else th
             o += c_len
             p += c_len
     if cur >= 0:
         tok[END, cur] = o
         tok[NCHARS, cur] = cur_n
+        tok[HASH, cur] = th - 0x100000000 if th >= 0x80000000 else th
     txt[TEXT_LEN, t] = o - offs[t] * expand
     txt[NTOK, t] = k - offs[t]
     txt[STATUS, t] = 0
@@ -448,6 +458,8 @@ class PreTokens:
 
 def raise_bad_rows(status: np.ndarray) -> None:
     """Raise :class:`InputError` for the rows whose stage-(a) status is not 0."""
+    if not status.any():
+        return
     bad = status.nonzero()[0]
     if bad.shape[0]:
         r = int(bad[0])
@@ -499,7 +511,7 @@ class Normalizer:
         n = batch.n
         nb = int(batch.data.shape[0])
         out = xp.empty(self.expand * nb, dtype=np.uint8)
-        tok = xp.empty((5, nb), dtype=np.int32)
+        tok = xp.empty((N_TOK_ROWS, nb), dtype=np.int32)
         txt = xp.empty((3, n), dtype=np.int64)
         if n:
             K.launch(target, PRETOKENIZE, n, *self.args(batch, specials), out, self.expand, tok, txt)

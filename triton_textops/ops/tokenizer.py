@@ -20,7 +20,7 @@ import numpy as np
 from triton_textops.errors import InputError
 from triton_textops.ops import kernels as K
 from triton_textops.ops.hashtable import ByteTable
-from triton_textops.ops.text import STATUS, Normalizer, PreTokens, TextBatch, raise_bad_rows
+from triton_textops.ops.text import N_TOK_ROWS, STATUS, Normalizer, PreTokens, TextBatch, raise_bad_rows
 from triton_textops.ops.wordpiece import (
     COUNT_PIECES,
     ENCODE_FUSED,
@@ -250,7 +250,7 @@ class BertTokenizer:
         txt = xp.empty((3, n), dtype=np.int64)
         if n:
             K.launch(self.target, ENCODE_FUSED, n, *norm.args(batch, self._special_bytes),
-                     xp.empty(norm.expand * nb, dtype=np.uint8), norm.expand, xp.empty((5, nb), dtype=np.int32),
+                     xp.empty(norm.expand * nb, dtype=np.uint8), norm.expand, xp.empty((N_TOK_ROWS, nb), dtype=np.int32),
                      txt, *self._wp_args(), rows, mapping, content, add_special_tokens)
         raise_bad_rows(K.to_host(txt[STATUS], self.target))
         return Encoding(rows[0], rows[1], rows[2], mapping)

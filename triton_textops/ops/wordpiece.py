@@ -19,7 +19,7 @@ import numpy as np
 
 from triton_textops.ops import kernels as K
 from triton_textops.ops.hashtable import find_bytes
-from triton_textops.ops.text import END, NCHARS, NTOK, SPECIAL, START, STATUS, PreTokens, pretok_text
+from triton_textops.ops.text import END, HASH, NCHARS, NTOK, SPECIAL, START, STATUS, PreTokens, pretok_text
 
 try:
     from numba import cuda
@@ -107,15 +107,12 @@ def wp_text(t, data, offs, tok, txt, vocab, slots, pool, out, row0, off, content
         elif tok[NCHARS, k] > 100:
             put(out, row0, off, content, step, nwin, pos, unk)
             pos += 1
-        else:  # most words are one vocabulary piece: one lookup settles them (no call per word)
+        else:  # most words are one vocabulary piece: one lookup settles them
             s = tok[START, k]
             e = tok[END, k]
             wid = -1
-            if e - s <= max_len:
-                h = 0x811C9DC5
-                for q in range(s, e):
-                    h = ((h ^ int(data[q])) * 0x01000193) & 0xFFFFFFFF
-                wid = find_bytes(h, data, s, e - s, 0, slots, pool, mask, max_probe)
+            if e - s <= max_len:  # stage (a) hashed the token's bytes as it wrote them
+                wid = find_bytes(int(tok[HASH, k]) & 0xFFFFFFFF, data, s, e - s, 0, slots, pool, mask, max_probe)
             if wid >= 0:
                 put(out, row0, off, content, step, nwin, pos, wid)
                 pos += 1
