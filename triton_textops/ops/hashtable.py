@@ -35,7 +35,7 @@ def slot_of(h: int, mask: int) -> int:
 
 
 HEAD = 4  # bytes of each string kept in its slot: short strings are verified without reading the pool
-_KEY, _OFF, _LEN, _ID, _PREFIXED, _HEAD_TAIL, _HEAD = range(7)  # columns of a slot
+KEY, OFF, LEN, ID, PREFIXED, HEAD_AFTER_PREFIX, HEAD_OF_STRING = range(7)  # columns of a slot
 
 
 def _head(b: bytes) -> int:
@@ -103,21 +103,21 @@ def find_bytes(h, data, p, ln, plen, slots, pool, mask, max_probe):
     s = (h ^ (h >> 15)) & mask
     head = -1
     for _ in range(max_probe + 1):
-        sk = slots[s, 0]
+        sk = slots[s, KEY]
         if sk < 0:
             return -1
-        if sk == key and slots[s, 2] == ln + plen and (plen == 0 or slots[s, 4] == 1):
+        if sk == key and slots[s, LEN] == ln + plen and (plen == 0 or slots[s, PREFIXED] == 1):
             if head < 0:
                 head = head_of(data, p, ln)
-            want = slots[s, 5] if plen else slots[s, 6]
+            want = slots[s, HEAD_AFTER_PREFIX] if plen else slots[s, HEAD_OF_STRING]
             if (int(want) & 0xFFFFFFFF) == head:
                 ok = True
-                off = slots[s, 1] + plen
+                off = slots[s, OFF] + plen
                 for j in range(4, ln):
                     if pool[off + j] != data[p + j]:
                         ok = False
                         break
                 if ok:
-                    return slots[s, 3]
+                    return slots[s, ID]
         s = (s + 1) & mask
     return -1

@@ -20,7 +20,6 @@ which count them (:data:`COUNTS`): the tests assert the launch budget with those
 from __future__ import annotations
 
 import functools
-import os
 import types
 from collections import Counter
 from collections.abc import Callable
@@ -172,9 +171,3 @@ def to_device(arr: np.ndarray, target: str, xp: Any) -> Any:
     if SIMULATOR:
         return arr if arr.flags.writeable else arr.copy()
     return xp.asarray(arr)
-
-
-def cache_dir_note() -> str:
-    """Where numba caches compiled kernels: ``NUMBA_CACHE_DIR`` if set, else next to the sources when
-    writable, else numba's user-wide cache directory (a read-only site-packages still loads)."""
-    return os.environ.get("NUMBA_CACHE_DIR") or "numba default (__pycache__ or user cache)"

@@ -55,16 +55,16 @@ def preprocess(tok: BertTokenizer, feats: ReadabilityFeatures, texts: Any, *, ma
     if feats.lowercase != tok.lowercase:
         raise ValueError("the features artifact and the tokenizer use different casing (lowercase)")
     batch = TextBatch.from_texts(texts, tok.xp, tok.target)
-    content, dt = tok._layout(max_length, 0, False, True, dtype)
+    content, dt = tok.rows_layout(max_length, 0, False, True, dtype)
     norm, xp = tok.normalizer, tok.xp
     n, nb = batch.n, int(batch.data.shape[0])
-    rows, mapping = tok._outputs(n, max_length, dt)
+    rows, mapping = tok.new_rows(n, max_length, dt)
     x = xp.empty((n, feats.n_features), dtype=np.float32)
     txt = xp.empty((3, n), dtype=np.int64)
     if n:
-        K.launch(tok.target, PREPROCESS, n, *norm.args(batch, tok._special_bytes),
+        K.launch(tok.target, PREPROCESS, n, *norm.args(batch, tok.special_bytes),
                  xp.empty(norm.expand * nb, dtype=np.uint8), norm.expand, xp.empty((N_TOK_ROWS, nb), dtype=np.int32), txt,
-                 *tok._wp_args(), rows, mapping, content, True,
+                 *tok.wordpiece_args(), rows, mapping, content, True,
                  *feats.kernel_args(tok.device, nb, x, normalize))
     raise_bad_rows(K.to_host(txt[STATUS], tok.target))
     return Encoding(rows[0], rows[1], rows[2], mapping), x

@@ -75,7 +75,7 @@ class BertTokenizer:
         self.unk_id, self.cls_id = ids["[UNK]"], ids["[CLS]"]
         self.sep_id, self.pad_id = ids["[SEP]"], ids["[PAD]"]
         self.specials = [t for t in SPECIAL_TOKENS if t in ids]
-        self._special_bytes = [t.encode() for t in self.specials]
+        self.special_bytes = [t.encode() for t in self.specials]
         self.table = ByteTable(ids)
         self._slots, self._pool = self.table.on(self.target, self.xp)
         t = self.table
@@ -113,9 +113,9 @@ class BertTokenizer:
     def pretokenize(self, texts: Any) -> PreTokens:
         """Stage (a): texts → normalized bytes + pre-token spans (raw special tokens marked). Bad rows are
         reported in ``PreTokens.status`` (the encoders raise :class:`InputError` naming the first)."""
-        return self.normalizer.pretokenize(TextBatch.from_texts(texts, self.xp, self.target), self._special_bytes)
+        return self.normalizer.pretokenize(TextBatch.from_texts(texts, self.xp, self.target), self.special_bytes)
 
-    def _wp_args(self) -> tuple:
+    def wordpiece_args(self) -> tuple:
         """The vocabulary the WordPiece kernels read: constants + special ids, slots, string pool."""
         return (self._vocab, self._slots, self._pool)
 
@@ -124,7 +124,7 @@ class BertTokenizer:
         counts = self.xp.empty(pre.n, dtype=np.int64)
         if pre.n:
             dummy = self.xp.empty((1, 1, 1), dtype=np.int64)
-            K.launch(self.target, COUNT_PIECES, pre.n, *pre_args(pre), *self._wp_args(), dummy, counts)
+            K.launch(self.target, COUNT_PIECES, pre.n, *pre_args(pre), *self.wordpiece_args(), dummy, counts)
         host = K.to_host(counts, self.target)
         raise_bad_rows(np.where(host < 0, -1 - host, 0))
         return host
@@ -137,10 +137,11 @@ class BertTokenizer:
         d_offs = K.to_device(offs, self.target, self.xp)
         pieces = self.xp.empty((1, 1, int(offs[-1])), dtype=np.int64)
         if pre.n:
-            K.launch(self.target, WRITE_PIECES, pre.n, *pre_args(pre), *self._wp_args(), pieces, d_offs)
+            K.launch(self.target, WRITE_PIECES, pre.n, *pre_args(pre), *self.wordpiece_args(), pieces, d_offs)
         return pieces.reshape(-1), d_offs
 
-    def _layout(self, max_length: int, stride: int, overflow: bool, add_special_tokens: bool, dtype: str) -> tuple[int, Any]:
+    def rows_layout(self, max_length: int, stride: int, overflow: bool, add_special_tokens: bool, dtype: str) -> tuple[int, Any]:
+        """(pieces per row, NumPy dtype) of a packing request, or :class:`InputError` for a bad one."""
         n_special = 2 if add_special_tokens else 0
         content = max_length - n_special
         if content < 1:
@@ -156,7 +157,7 @@ class BertTokenizer:
             raise InputError(f"dtype must be 'int64' or 'int32', got {dtype!r}")
         return content, np.int64 if dtype == "int64" else np.int32
 
-    def _outputs(self, nrows: int, max_length: int, dt: Any) -> tuple[Any, Any]:
+    def new_rows(self, nrows: int, max_length: int, dt: Any) -> tuple[Any, Any]:
         """One buffer for ids, mask and token types (``rows[0..2]``) and the row->text mapping."""
         return self.xp.empty((3, nrows, max_length), dtype=dt), self.xp.empty(nrows, dtype=dt)
 
@@ -172,11 +173,11 @@ class BertTokenizer:
         dtype: str = "int64",
     ) -> Encoding:
         """Stage (c): BERT packing of each text's pieces into fixed-length rows (HF semantics)."""
-        content, dt = self._layout(max_length, stride, return_overflowing_tokens, add_special_tokens, dtype)
+        content, dt = self.rows_layout(max_length, stride, return_overflowing_tokens, add_special_tokens, dtype)
         offs_h = np.asarray(K.to_host(piece_offsets, self.target), dtype=np.int64)
         n = offs_h.shape[0] - 1
         plan = window_plan(np.diff(offs_h), content, content - stride, return_overflowing_tokens)
-        rows, mapping = self._outputs(int(plan[-1]), max_length, dt)
+        rows, mapping = self.new_rows(int(plan[-1]), max_length, dt)
         if n:
             K.launch(self.target, PACK_PIECES, n, self.xp.asarray(pieces).reshape(-1).astype(np.int64, copy=False),
                      K.to_device(offs_h, self.target, self.xp), self._vocab, rows, mapping,
@@ -223,18 +224,18 @@ class BertTokenizer:
         """Stages (b)+(c) on stage (a)'s output: WordPiece written straight into the rows. Fixed-length
         rows: one launch; with overflow windows: a counting launch, one copy of the counts, one launch.
         ``check=False`` leaves the UTF-8 status of ``pre`` to the caller (:meth:`PreTokens.check`)."""
-        content, dt = self._layout(max_length, stride, return_overflowing_tokens, add_special_tokens, dtype)
+        content, dt = self.rows_layout(max_length, stride, return_overflowing_tokens, add_special_tokens, dtype)
         n = pre.n
         if return_overflowing_tokens:
             plan = window_plan(self._counts(pre), content, content - stride, True)  # raises for bad rows
-            rows, mapping = self._outputs(int(plan[-1]), max_length, dt)
+            rows, mapping = self.new_rows(int(plan[-1]), max_length, dt)
             if n:
-                K.launch(self.target, ENCODE_WINDOWS, n, *pre_args(pre), *self._wp_args(), rows, mapping,
+                K.launch(self.target, ENCODE_WINDOWS, n, *pre_args(pre), *self.wordpiece_args(), rows, mapping,
                          K.to_device(plan, self.target, self.xp), content, content - stride, add_special_tokens)
             return Encoding(rows[0], rows[1], rows[2], mapping)
-        rows, mapping = self._outputs(n, max_length, dt)
+        rows, mapping = self.new_rows(n, max_length, dt)
         if n:
-            K.launch(self.target, ENCODE_ROWS, n, *pre_args(pre), *self._wp_args(), rows, mapping, content,
+            K.launch(self.target, ENCODE_ROWS, n, *pre_args(pre), *self.wordpiece_args(), rows, mapping, content,
                      add_special_tokens)
         if check:
             pre.check()
@@ -243,15 +244,15 @@ class BertTokenizer:
     def _encode_fused(self, batch: TextBatch, max_length: int, add_special_tokens: bool, dtype: str) -> Encoding:
         """Fixed-length rows in ONE launch: stage (a) into scratch arrays, then WordPiece and packing of the
         same text by the same thread (the tokenize model's and ``encode``'s usual case)."""
-        content, dt = self._layout(max_length, 0, False, add_special_tokens, dtype)
+        content, dt = self.rows_layout(max_length, 0, False, add_special_tokens, dtype)
         norm, xp = self.normalizer, self.xp
         n, nb = batch.n, int(batch.data.shape[0])
-        rows, mapping = self._outputs(n, max_length, dt)
+        rows, mapping = self.new_rows(n, max_length, dt)
         txt = xp.empty((3, n), dtype=np.int64)
         if n:
-            K.launch(self.target, ENCODE_FUSED, n, *norm.args(batch, self._special_bytes),
+            K.launch(self.target, ENCODE_FUSED, n, *norm.args(batch, self.special_bytes),
                      xp.empty(norm.expand * nb, dtype=np.uint8), norm.expand, xp.empty((N_TOK_ROWS, nb), dtype=np.int32),
-                     txt, *self._wp_args(), rows, mapping, content, add_special_tokens)
+                     txt, *self.wordpiece_args(), rows, mapping, content, add_special_tokens)
         raise_bad_rows(K.to_host(txt[STATUS], self.target))
         return Encoding(rows[0], rows[1], rows[2], mapping)
 

@@ -104,7 +104,7 @@ def wp_text(t, data, offs, tok, txt, vocab, slots, pool, out, row0, off, content
         if sp >= 0:
             put(out, row0, off, content, step, nwin, pos, vocab[7 + sp])
             pos += 1
-        elif tok[NCHARS, k] > 100:
+        elif tok[NCHARS, k] > MAX_INPUT_CHARS_PER_WORD:
             put(out, row0, off, content, step, nwin, pos, unk)
             pos += 1
         else:  # most words are one vocabulary piece: one lookup settles them
