@@ -1,1 +1,1 @@
-"""Pure array ops (NumPy on CPU, CuPy on GPU); nothing here imports Triton."""
+"""The ops: numba kernels compiled for the CPU (njit) and the GPU (cuda.jit on CuPy arrays) from one source, and their array glue; nothing here imports Triton."""
