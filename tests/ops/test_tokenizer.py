@@ -326,3 +326,19 @@ def test_ten_megabyte_inputs_and_empty_batches(tok):
     assert win.input_ids.shape[0] == 1 + (400_000 - 62 + 53) // 54
     for kw in ({}, {"stride": 2, "return_overflowing_tokens": True}):
         assert tok.encode([], max_length=8, **kw).input_ids.shape == (0, 8)
+
+
+def test_pack_checks_offsets_and_unknown_specials_read_as_unk(tok):
+    """pack() reads the pieces through the offsets: offsets past the pieces are refused, not followed."""
+    pieces = np.array([7592, 2088], dtype=np.int64)
+    with pytest.raises(InputError, match="offsets"):
+        tok.pack(pieces, np.array([0, 5]))
+    with pytest.raises(InputError, match="offsets"):
+        tok.pack(pieces, np.array([1, 2]))
+    assert tok.pack(pieces, np.array([0, 2]), max_length=5).input_ids.tolist() == [[101, 7592, 2088, 102, 0]]
+    # pre-tokens marked with more raw specials than the tokenizer knows: the extra one becomes [UNK]
+    from triton_textops.ops.text import TextBatch
+
+    pre = tok.normalizer.pretokenize(TextBatch.from_texts(["a <X> b"]), [*tok.special_bytes, b"<X>"])
+    ids = tok.encode_pretokens(pre, max_length=8).input_ids.tolist()
+    assert ids == [[101, 1037, tok.unk_id, 1038, 102, 0, 0, 0]]

@@ -176,6 +176,9 @@ class BertTokenizer:
         content, dt = self.rows_layout(max_length, stride, return_overflowing_tokens, add_special_tokens, dtype)
         offs_h = np.asarray(K.to_host(piece_offsets, self.target), dtype=np.int64)
         n = offs_h.shape[0] - 1
+        n_pieces = int(np.asarray(pieces.shape).prod())
+        if offs_h.ndim != 1 or n < 0 or offs_h[0] != 0 or offs_h[-1] > n_pieces or (np.diff(offs_h) < 0).any():
+            raise InputError("piece offsets must start at 0, be non-decreasing and end within the pieces")
         plan = window_plan(np.diff(offs_h), content, content - stride, return_overflowing_tokens)
         rows, mapping = self.new_rows(int(plan[-1]), max_length, dt)
         if n:

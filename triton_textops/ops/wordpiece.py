@@ -101,8 +101,8 @@ def wp_text(t, data, offs, tok, txt, vocab, slots, pool, out, row0, off, content
         sp = tok[SPECIAL, k]
         if sp == -2:
             continue
-        if sp >= 0:
-            put(out, row0, off, content, step, nwin, pos, vocab[7 + sp])
+        if sp >= 0:  # a special the vocabulary does not list (pre-tokens made elsewhere) reads as [UNK]
+            put(out, row0, off, content, step, nwin, pos, vocab[7 + sp] if 7 + sp < vocab.shape[0] else unk)
             pos += 1
         elif tok[NCHARS, k] > MAX_INPUT_CHARS_PER_WORD:
             put(out, row0, off, content, step, nwin, pos, unk)
