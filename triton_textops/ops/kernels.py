@@ -40,14 +40,14 @@ def device(fn: Callable) -> Callable:
     return fn
 
 
-def _clone(fn: Callable, target: str, suffix: str = "") -> Callable:
+def _clone(fn: Callable, target: str) -> Callable:
     """``fn`` with a globals dict in which every device function is bound to ``target``'s compiled one."""
     glb = dict(fn.__globals__)
     for name in fn.__code__.co_names:
         if name in _DEVICE and _DEVICE[name] is not fn:
             glb[name] = _compiled(name, target)
     clone = types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, fn.__closure__)
-    clone.__qualname__ = fn.__qualname__ + suffix  # numba's cache files are named after it
+    clone.__qualname__ = fn.__qualname__
     clone.__module__ = fn.__module__
     return clone
 
