@@ -141,7 +141,7 @@ def _dedupe(words: Iterable[str]) -> list[str]:
 # ------------------------------------------------------------------------------------ device code
 
 
-@K.device
+@K.device(inline=True)
 def same_bytes(a, a0, b, b0, ln):
     """``a[a0:a0+ln] == b[b0:b0+ln]``."""
     for j in range(ln):
@@ -150,7 +150,7 @@ def same_bytes(a, a0, b, b0, ln):
     return True
 
 
-@K.device
+@K.device(inline=True)
 def punct_code(data, s, e):
     """1 for the terminator ``.``, 2 for the other terminators (``! ? …``), 3 for a closing token
     (``" ' ) ] ” ’ »``), 0 for any other one-character punctuation token ``data[s:e]``."""
@@ -186,7 +186,7 @@ def is_abbreviation(data, s, e, abbr, abbr_off, n_abbr):
     return False
 
 
-@K.device
+@K.device(inline=True)
 def adjacent(tok, k, j):
     """Token ``j`` starts where token ``k`` ends (no whitespace between them)."""
     return tok[START, j] == tok[END, k]
@@ -221,13 +221,11 @@ def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
     k_end = k0 + txt[NTOK, t]
     if txt[STATUS, t] != 0:
         k_end = k0
-    # per-text set of distinct words: 2 * words slots at least (a power of two inside the text's region)
-    nw_all = 0
-    for k in range(k0, k_end):
-        if tok[KIND, k] == 0:
-            nw_all += 1
-    size = 0 if nw_all == 0 else 1  # < 4 * words: inside the text's region, never a neighbour's
-    while size < 2 * nw_all:
+    # per-text set of distinct words: a power of two >= 2 * tokens slots, < 4 * tokens <= 4 * input bytes:
+    # inside the text's region of ``seen``, never a neighbour's
+    nt = k_end - k0
+    size = 0 if nt == 0 else 1
+    while size < 2 * nt:
         size *= 2
     base = 4 * k0
     for j in range(size):
@@ -270,7 +268,8 @@ def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
                 seen[base + slot] = k
                 n_distinct += 1
                 break
-            if tok[END, other] - tok[START, other] == e - s and same_bytes(data, tok[START, other], data, s, e - s):
+            if tok[HASH, other] == tok[HASH, k] and tok[END, other] - tok[START, other] == e - s \
+                    and same_bytes(data, tok[START, other], data, s, e - s):
                 break
             slot = (slot + 1) & (size - 1)
     n_sent = n_ends + (1 if since_end > 0 else 0)
@@ -289,9 +288,11 @@ def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
 
 def _features_cpu(share, shares, n, data, offs, tok, txt, slots, pool, mask, max_probe,
                   is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
-    for t in range(share, n, shares):
-        features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
-                      is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
+    b = min(K.BLOCK, (n + shares - 1) // shares)  # blocks of adjacent texts
+    for c in range(share * b, n, shares * b):
+        for t in range(c, min(c + b, n)):
+            features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
+                          is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
 
 
 def _features_gpu(n, data, offs, tok, txt, slots, pool, mask, max_probe,
@@ -306,10 +307,12 @@ FEATURES = (K.cpu(_features_cpu), K.gpu(_features_gpu))
 
 def _fused_cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
                slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
-    for t in range(share, n, shares):
-        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
-        features_text(t, out, offs, tok, txt, slots, pool, mask, max_probe,
-                      is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
+    b = min(K.BLOCK, (n + shares - 1) // shares)  # blocks of adjacent texts
+    for c in range(share * b, n, shares * b):
+        for t in range(c, min(c + b, n)):
+            pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+            features_text(t, out, offs, tok, txt, slots, pool, mask, max_probe,
+                          is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
 
 
 def _fused_gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,

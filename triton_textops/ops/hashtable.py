@@ -86,7 +86,7 @@ class ByteTable:
         return K.to_device(self.slots, target, xp), K.to_device(self.pool, target, xp)
 
 
-@K.device
+@K.device(inline=True)
 def head_of(data, p, ln):
     """The first min(ln, 4) bytes of ``data[p:]``, little-endian (zeros after), as the slots keep them."""
     h = 0
@@ -96,7 +96,7 @@ def head_of(data, p, ln):
     return h
 
 
-@K.device
+@K.device(inline=True)
 def find_bytes(h, data, p, ln, plen, slots, pool, mask, max_probe):
     """Id of the string equal to ``"##"[:plen] + data[p:p+ln]`` (``plen`` 0 or 2; ``h``: its hash), or -1."""
     key = h & 0x7FFFFFFF

@@ -254,30 +254,75 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
             if m >= 0:
                 sp_end = i + sp_off[m + 1] - sp_off[m]
                 sp_idx = m
-        mark = NOT_SPECIAL
-        if i < sp_end:
-            mark = ABSORBED if sp_idx < 0 else sp_idx
-        if b < 0x80:  # ASCII: one table entry, normalized byte | class << 8 (0: removed)
-            a = int(info[AMAP + b])
-            if a >> 8 == WORD and cur >= 0 and mark == NOT_SPECIAL:  # inside a word: the hot loop
-                while True:
+        if b < 0x80 and i >= sp_end:  # ASCII outside a raw special token: one table entry, no token marks
+            a = int(info[AMAP + b])  # normalized byte | class << 8 (0: removed)
+            i += 1
+            if a >> 8 == WORD:
+                if a == 0:
+                    continue
+                if cur < 0:  # a word starts here
+                    if k >= k_cap:  # cannot happen with the measured bounds; never overrun
+                        txt[STATUS, t] = 2
+                        txt[TEXT_LEN, t] = 0
+                        txt[NTOK, t] = 0
+                        return
+                    tok[START, k] = o
+                    tok[KIND, k] = 0
+                    tok[SPECIAL, k] = NOT_SPECIAL
+                    cur = k
+                    cur_n = 0
+                    th = 0x811C9DC5
+                    k += 1
+                while True:  # the hot loop: this byte and the word's next ASCII bytes
                     if a != 0:
                         if o >= o_cap:
-                            break
+                            txt[STATUS, t] = 2
+                            txt[TEXT_LEN, t] = 0
+                            txt[NTOK, t] = 0
+                            return
                         out[o] = a & 0xFF
                         th = ((th ^ (a & 0xFF)) * 0x01000193) & 0xFFFFFFFF
                         o += 1
                         cur_n += 1
-                    i += 1
                     if i >= stop:
                         break
                     b = int(data[i])
-                    if b >= 0x80 or sp_first[b] != 0 or i < sp_end:
+                    if b >= 0x80 or sp_first[b] != 0:
                         break
                     a = int(info[AMAP + b])
                     if a >> 8 != WORD:
                         break
+                    i += 1
                 continue
+            # a space or a punctuation character: it ends the word; punctuation is a token of its own
+            if o >= o_cap or k >= k_cap:
+                txt[STATUS, t] = 2
+                txt[TEXT_LEN, t] = 0
+                txt[NTOK, t] = 0
+                return
+            if cur >= 0:
+                tok[END, cur] = o
+                tok[NCHARS, cur] = cur_n
+                tok[HASH, cur] = th - 0x100000000 if th >= 0x80000000 else th
+                cur = -1
+            ob = a & 0xFF
+            out[o] = ob
+            o += 1
+            if a >> 8 == PUNCT:
+                tok[START, k] = o - 1
+                tok[END, k] = o
+                tok[NCHARS, k] = 1
+                tok[KIND, k] = 1
+                tok[SPECIAL, k] = NOT_SPECIAL
+                th = ((0x811C9DC5 ^ ob) * 0x01000193) & 0xFFFFFFFF
+                tok[HASH, k] = th - 0x100000000 if th >= 0x80000000 else th
+                k += 1
+            continue
+        mark = NOT_SPECIAL
+        if i < sp_end:
+            mark = ABSORBED if sp_idx < 0 else sp_idx
+        if b < 0x80:  # ASCII inside a raw special token
+            a = int(info[AMAP + b])
             i += 1
             if a == 0:
                 continue
@@ -357,8 +402,10 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
 
 
 def _pretok_cpu(share, shares, n, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt):
-    for t in range(share, n, shares):
-        pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+    b = min(K.BLOCK, (n + shares - 1) // shares)  # blocks of adjacent texts
+    for c in range(share * b, n, shares * b):
+        for t in range(c, min(c + b, n)):
+            pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
 
 
 def _pretok_gpu(n, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt):
@@ -370,8 +417,10 @@ PRETOKENIZE = (K.cpu(_pretok_cpu), K.gpu(_pretok_gpu))
 
 
 def _utf8_rows_cpu(share, shares, n, data, offs, bad):
-    for t in range(share, n, shares):
-        bad[t] = 0 if utf8_valid(data, offs[t], offs[t + 1]) else 1
+    b = min(K.BLOCK, (n + shares - 1) // shares)  # blocks of adjacent texts
+    for c in range(share * b, n, shares * b):
+        for t in range(c, min(c + b, n)):
+            bad[t] = 0 if utf8_valid(data, offs[t], offs[t + 1]) else 1
 
 
 UTF8_ROWS = K.cpu(_utf8_rows_cpu)
