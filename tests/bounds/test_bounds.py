@@ -12,24 +12,30 @@ from textcases import ADVERSARIAL, SENTENCES
 
 from triton_textops import BertTokenizer, InputError, ReadabilityFeatures
 from triton_textops.bundled import austen_paragraphs, vocab_path
+from triton_textops.ops.features import same_bytes
 
 tokenizers = pytest.importorskip("tokenizers")
 
 AUSTEN = austen_paragraphs()
 
 
+def _same_entry(share, shares, n, a, i, b, j, ln, out):
+    out[0] = same_bytes(a, i, b, j, ln)
+
+
 def test_boundscheck_is_on():
     """The kernels' device functions, as compiled for the CPU here, really check: an index past the end
-    raises IndexError."""
-    import triton_textops.ops.features  # noqa: F401  (registers same_bytes)
+    raises IndexError (through a kernel entry, as the ops call them)."""
     from triton_textops.ops import kernels as K
 
     assert numba.config.BOUNDSCHECK
-    same = K._compiled("same_bytes", "cpu")
+    entry = K.cpu(_same_entry)
     a = np.zeros(4, dtype=np.uint8)
-    assert same(a, 0, a, 0, 4)
+    out = np.zeros(1, dtype=np.uint8)
+    entry(0, 1, 1, a, 0, a, 0, 4, out)
+    assert out[0] == 1
     with pytest.raises(IndexError):
-        same(a, 2, a, 0, 4)
+        entry(0, 1, 1, a, 2, a, 0, 4, out)
 
 
 @pytest.fixture(scope="module")

@@ -69,3 +69,40 @@ def test_read_only_package_directory_uses_a_user_cache(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[[101, 1037, 1038, 102]]"
     assert list(xdg.rglob("*.nbi")), "numba's user-wide cache holds the kernels"
+
+
+_COMPILE_ONCE = """
+import json
+from numba.core import types
+from triton_textops import BertTokenizer, ReadabilityFeatures
+from triton_textops.bundled import austen_paragraphs, vocab_path
+from triton_textops.ops import kernels as K
+from triton_textops.ops.preprocess import preprocess
+
+texts = austen_paragraphs()[:20] + ["caf\u00e9 [CLS] x.", ""]
+feats = ReadabilityFeatures(lowercase=True, stopwords_name="t", stopwords=["the", "a"], common=["she"],
+                            rare=["mr"], mean=[0.0] * 9, std=[1.0] * 9)
+preprocess(BertTokenizer.from_vocab(vocab_path()), feats, texts, max_length=32)
+print(json.dumps({name: [[str(a) for a in sig] for sig in K._compiled(name, "cpu").signatures]
+                  for name in K._DEVICE}))
+"""
+
+
+@pytest.mark.slow
+def test_device_functions_compile_once_for_every_caller(tmp_path):
+    """Call sites pass constants and int32 token fields; numba would compile a device function again for
+    each literal and each integer width (11 extra compilations, ~3 s of a cold load). Compiled cold
+    (empty cache), every device function the preprocess kernel calls has one version, for int64 scalars."""
+    import json
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", _COMPILE_ONCE], env=env, capture_output=True, text=True,
+                         timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    sigs = json.loads(out.stdout.strip().splitlines()[-1])
+    used = {name: s for name, s in sigs.items() if s}
+    assert {"pretok_text", "wp_text", "wp_split", "find_bytes", "put", "features_text", "utf8_at"} <= set(used)
+    for name, versions in used.items():
+        assert len(versions) == 1, (name, versions)
+        for arg in versions[0]:
+            assert "Literal" not in arg and arg not in ("int32", "int16", "int8", "uint8", "uint32"), (name, arg)

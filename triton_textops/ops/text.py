@@ -84,7 +84,7 @@ class TextBatch:
                 raise InputError("offsets must start at 0, be non-decreasing and end at len(data)")
             if K.SIMULATOR:
                 data, offsets = data.copy(), offsets.copy()  # the simulator writes kernel arguments back
-            return cls(data, offsets, xp)
+            return cls(_read_only(data) if target == "cpu" else data, offsets, xp)
         data_h, offsets_h = pack_host(texts)
         return cls.upload(data_h, offsets_h, xp, target)
 
@@ -92,13 +92,23 @@ class TextBatch:
     def upload(cls, data: np.ndarray, offsets: np.ndarray, xp: ModuleType, target: str = "cpu") -> TextBatch:
         """Host bytes + offsets for ``target``: on the GPU as ONE copy (offsets first, 8-byte aligned)."""
         if target == "cpu":
-            return cls(data, offsets, np)
+            return cls(_read_only(data), offsets, np)
         head = offsets.shape[0] * 8
         buf = np.empty(head + data.shape[0], dtype=np.uint8)
         buf[:head] = offsets.astype(np.int64, copy=False).view(np.uint8)
         buf[head:] = data
         dev = K.to_device(buf, "cuda", xp)
         return cls(dev[head:], dev[:head].view(np.int64), xp)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of host bytes: numba compiles a kernel once per argument type, read-only or not,
+    so every text buffer reaches the CPU kernels as the one type ``initialize`` compiled for."""
+    if not a.flags.writeable:
+        return a
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
 
 def _as_row_list(texts: Any) -> list:
@@ -433,7 +443,7 @@ def invalid_utf8_rows(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     bad = np.zeros(n, dtype=np.uint8)
     if n:
         K.COUNTS["launch"] += 1
-        K.run_cpu(UTF8_ROWS, n, data, offsets.astype(np.int64, copy=False), bad)
+        K.run_cpu(UTF8_ROWS, n, _read_only(data), offsets.astype(np.int64, copy=False), bad)
     return bad.nonzero()[0].astype(np.int64)
 
 
@@ -544,7 +554,7 @@ class Normalizer:
                 amap[b] = ob | (int(cls[ob]) << 8)
             elif out_len[b] > 1:
                 raise RuntimeError("unicode tables: an ASCII code point maps to more than one byte")
-        self._host = {"info": np.concatenate([info.astype(np.int32), amap]), "pool": np.ascontiguousarray(pool)}
+        self._host = {"info": np.concatenate([info.astype(np.int32), amap]), "pool": _read_only(np.ascontiguousarray(pool))}
         self.tables = {k: K.to_device(v, self.target, self.xp) for k, v in self._host.items()}
 
     @classmethod
