@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from textcases import ADVERSARIAL
 
 from triton_textops import BertTokenizer, InputError
-from triton_textops.ops.text import TextBatch, pack_host
+from triton_textops.ops.text import TextBatch, invalid_utf8_rows, pack_host
 
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import BertWordPieceTokenizer  # noqa: E402
@@ -147,6 +147,21 @@ def test_int32_and_input_forms(tok, austen):
     small = tok.encode(texts, max_length=64, dtype="int32")
     assert small.input_ids.dtype == np.int32 and small.attention_mask.dtype == np.int32
     np.testing.assert_array_equal(small.input_ids, ref.input_ids)
+
+
+def test_batches_of_one_take_the_same_path_in_every_form():
+    """A single text as a str, bytes, or a request's [1] / [1, 1] object array packs like the general path;
+    invalid UTF-8 and wrong shapes are still refused."""
+    for t in ["caf\u00e9 one", "", "x" * 1000]:
+        want = pack_host([t, t])[0][: len(t.encode())]
+        for form in ([t], [t.encode()], np.array([t.encode()], dtype=object), np.array([[t.encode()]], dtype=object)):
+            data, offs = pack_host(form)
+            assert data.tobytes() == want.tobytes() and offs.tolist() == [0, len(want)]
+    with pytest.raises(InputError, match="shape"):
+        pack_host(np.array(b"zero-d", dtype=object))
+    with pytest.raises(InputError, match="row 0"):
+        pack_host(["\ud800"])
+    assert invalid_utf8_rows(*pack_host([b"\xff"])).tolist() == [0]
 
 
 def test_invalid_utf8_names_the_row(tok):

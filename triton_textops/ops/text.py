@@ -125,9 +125,14 @@ def _as_row_list(texts: Any) -> list:
 
 def pack_host(texts: Any) -> tuple[np.ndarray, np.ndarray]:
     """Concatenate texts (str encoded as UTF-8, bytes as-is) into one uint8 buffer plus int64 offsets."""
-    if type(texts) is list and len(texts) == 1 and type(texts[0]) is str:  # a batch of one: the fast path
+    one = None  # a batch of one str or bytes (a list, or a request's [1] / [1, 1] object array): the fast path
+    if type(texts) is list and len(texts) == 1:
+        one = texts[0]
+    elif isinstance(texts, np.ndarray) and texts.dtype == np.object_ and texts.size == 1 and texts.ndim in (1, 2):
+        one = texts.reshape(-1)[0]
+    if type(one) is str or type(one) is bytes:
         try:
-            raw = texts[0].encode("utf-8")
+            raw = one.encode("utf-8") if type(one) is str else one
         except UnicodeEncodeError:
             raw = None  # the general path names the row
         if raw is not None and len(raw) <= MAX_BATCH_BYTES:

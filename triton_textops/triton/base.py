@@ -410,13 +410,15 @@ class TextOpsModel:
             raise InputError(f"input '{name}' is empty: a request needs at least one text")
         data, offsets = pack_host(rows)
         limit = self.params["max_text_bytes"]
-        sizes = np.diff(offsets)
-        if (sizes > limit).any():
-            r = int(np.argmax(sizes > limit))
-            raise InputError(f"input '{name}' row {r}: text of {int(sizes[r])} bytes exceeds max_text_bytes={limit}")
-        bad = invalid_utf8_rows(data, offsets)
-        if bad.size:
-            raise InputError(f"input '{name}' row {int(bad[0])}: text is not valid UTF-8")
+        if int(offsets[-1]) > limit:  # only then can a row be too long
+            sizes = np.diff(offsets)
+            if (sizes > limit).any():
+                r = int(np.argmax(sizes > limit))
+                raise InputError(f"input '{name}' row {r}: text of {int(sizes[r])} bytes exceeds max_text_bytes={limit}")
+        if data.shape[0] and int(data.max()) >= 0x80:  # ASCII is valid UTF-8: no kernel launch for it
+            bad = invalid_utf8_rows(data, offsets)
+            if bad.size:
+                raise InputError(f"input '{name}' row {int(bad[0])}: text is not valid UTF-8")
         return data, offsets
 
     def ids_dtype(self) -> str:
@@ -427,6 +429,8 @@ class TextOpsModel:
     def text_batch(self, items: list[tuple[np.ndarray, np.ndarray]]) -> tuple[TextBatch, np.ndarray]:
         """All requests' texts as one device batch (one upload) and the text count of each request."""
         counts = np.array([off.shape[0] - 1 for _, off in items], dtype=np.int64)
+        if len(items) == 1:  # one request: its buffer as it is
+            return TextBatch.upload(items[0][0], items[0][1], self.xp, target_of(self.device)), counts
         data = np.concatenate([d for d, _ in items])
         shift = np.cumsum([0] + [d.shape[0] for d, _ in items[:-1]])
         offsets = np.concatenate([[0]] + [off[1:] + s for (_, off), s in zip(items, shift)]).astype(np.int64)
@@ -434,6 +438,8 @@ class TextOpsModel:
 
     def split_rows(self, arrays: dict[str, Any], counts: np.ndarray, mapping: Any = None) -> list[dict[str, Any]]:
         """Split batch outputs back per request: by text counts, or by a row→text ``mapping``."""
+        if counts.shape[0] == 1:  # one request owns every row (its mapping already starts at text 0)
+            return [dict(arrays)]
         text_ends = np.cumsum(counts)
         if mapping is None:
             row_ends = text_ends
