@@ -164,6 +164,20 @@ def test_batches_of_one_take_the_same_path_in_every_form():
     assert invalid_utf8_rows(*pack_host([b"\xff"])).tolist() == [0]
 
 
+def test_truncated_rows_stop_reading_tokens_but_check_all_utf8(oracle, tok, austen):
+    """Fixed-length rows stop stage (a) once the row is full: the rows equal HF's (raw special tokens before
+    and after the cut included), and bytes past the cut are still checked to be UTF-8."""
+    long = " ".join(austen[:40])
+    texts = [long, "[CLS] " * 30 + long, long + " [SEP]", "x" * 10 + " [MASK]" * 3, long[:50]]
+    for n in (8, 24, 128):
+        assert_same(tok.encode(texts, max_length=n), *reference_rows(oracle, texts, n))
+    big = (long + " ") * 200  # ~ 2 MB: the rows are those of its first words
+    np.testing.assert_array_equal(tok.encode([big], max_length=16).input_ids, tok.encode([long], max_length=16).input_ids)
+    for tail in (b"\xff", b"\xe2\x82", b"ok \xed\xa0\x80"):
+        with pytest.raises(InputError, match="row 1"):
+            tok.encode([b"fine", long.encode() + tail], max_length=8)
+
+
 def test_invalid_utf8_names_the_row(tok):
     bad = [b"fine", b"also fine", b"broken \xff here", b"\xe2\x82", b"ok \xed\xa0\x80 surrogate"]
     with pytest.raises(InputError, match="row 2") as ei:

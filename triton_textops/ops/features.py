@@ -35,6 +35,7 @@ from triton_textops.ops.corpus import FIT_CHUNK, pretokenized_chunks
 from triton_textops.ops.hashtable import ByteTable, find_bytes
 from triton_textops.ops.text import (
     END,
+    FULL,
     HASH,
     KIND,
     N_TOK_ROWS,
@@ -288,7 +289,7 @@ def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
 
 def _features_cpu(share, shares, n, data, offs, tok, txt, slots, pool, mask, max_probe,
                   is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
-    b = min(K.BLOCK, (n + shares - 1) // shares)  # blocks of adjacent texts
+    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
     for c in range(share * b, n, shares * b):
         for t in range(c, min(c + b, n)):
             features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
@@ -307,10 +308,10 @@ FEATURES = (K.cpu(_features_cpu), K.gpu(_features_gpu))
 
 def _fused_cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
                slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
-    b = min(K.BLOCK, (n + shares - 1) // shares)  # blocks of adjacent texts
+    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
     for c in range(share * b, n, shares * b):
         for t in range(c, min(c + b, n)):
-            pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+            pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
             features_text(t, out, offs, tok, txt, slots, pool, mask, max_probe,
                           is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
 
@@ -318,7 +319,7 @@ def _fused_cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp
 def _fused_gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
                slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
         features_text(t, out, offs, tok, txt, slots, pool, mask, max_probe,
                       is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from triton_textops.ops import kernels as K
 from triton_textops.ops.features import ReadabilityFeatures, features_text
-from triton_textops.ops.text import N_TOK_ROWS, STATUS, TextBatch, pretok_text, raise_bad_rows
+from triton_textops.ops.text import FULL, N_TOK_ROWS, STATUS, TextBatch, pretok_text, raise_bad_rows
 from triton_textops.ops.tokenizer import BertTokenizer, Encoding
 from triton_textops.ops.wordpiece import encode_text
 
@@ -28,10 +28,10 @@ except ImportError:  # pragma: no cover
 def _cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
          vocab, slots, pool, rows, mapping, content, specials,
          fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
-    b = min(K.BLOCK, (n + shares - 1) // shares)  # blocks of adjacent texts
+    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
     for c in range(share * b, n, shares * b):
         for t in range(c, min(c + b, n)):
-            pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+            pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
             encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
             features_text(t, out, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,
                           seen, x, mean, std, normalize)
@@ -41,7 +41,7 @@ def _gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expa
          vocab, slots, pool, rows, mapping, content, specials,
          fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
         encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
         features_text(t, out, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,
                       seen, x, mean, std, normalize)

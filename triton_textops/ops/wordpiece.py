@@ -159,7 +159,7 @@ def encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, row0
 
 
 def _rows_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, content, specials):
-    b = min(K.BLOCK, (n + shares - 1) // shares)  # blocks of adjacent texts
+    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
     for c in range(share * b, n, shares * b):
         for t in range(c, min(c + b, n)):
             encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
@@ -175,17 +175,17 @@ ENCODE_ROWS = (K.cpu(_rows_cpu), K.gpu(_rows_gpu))
 
 def _fused_cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
                vocab, slots, pool, rows, mapping, content, specials):
-    b = min(K.BLOCK, (n + shares - 1) // shares)  # blocks of adjacent texts
+    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
     for c in range(share * b, n, shares * b):
         for t in range(c, min(c + b, n)):
-            pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+            pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, content)
             encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
 
 
 def _fused_gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
                vocab, slots, pool, rows, mapping, content, specials):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt)
+        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, content)
         encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
 
 
@@ -193,7 +193,7 @@ ENCODE_FUSED = (K.cpu(_fused_cpu), K.gpu(_fused_gpu))  # stages (a)+(b)+(c), fix
 
 
 def _count_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, dummy, counts):
-    b = min(K.BLOCK, (n + shares - 1) // shares)  # blocks of adjacent texts
+    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
     for c in range(share * b, n, shares * b):
         for t in range(c, min(c + b, n)):
             m = wp_text(t, data, offs, tok, txt, vocab, slots, pool, dummy, 0, 0, 0, 1, 0, 1 << 62)
@@ -210,7 +210,7 @@ COUNT_PIECES = (K.cpu(_count_cpu), K.gpu(_count_gpu))
 
 
 def _windows_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan, content, step, specials):
-    b = min(K.BLOCK, (n + shares - 1) // shares)  # blocks of adjacent texts
+    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
     for c in range(share * b, n, shares * b):
         for t in range(c, min(c + b, n)):
             encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan[t], plan[t + 1] - plan[t],
@@ -227,7 +227,7 @@ ENCODE_WINDOWS = (K.cpu(_windows_cpu), K.gpu(_windows_gpu))
 
 
 def _pieces_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, pieces, piece_off):
-    b = min(K.BLOCK, (n + shares - 1) // shares)  # blocks of adjacent texts
+    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
     for c in range(share * b, n, shares * b):
         for t in range(c, min(c + b, n)):
             wp_text(t, data, offs, tok, txt, vocab, slots, pool, pieces, 0, piece_off[t],
@@ -254,7 +254,7 @@ def copy_pieces(t, pieces, piece_off, rows, row0, off, content, step, nwin):
 
 
 def _pack_cpu(share, shares, n, pieces, piece_off, vocab, rows, mapping, plan, content, step, specials):
-    b = min(K.BLOCK, (n + shares - 1) // shares)  # blocks of adjacent texts
+    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
     for c in range(share * b, n, shares * b):
         for t in range(c, min(c + b, n)):
             row0 = plan[t]
