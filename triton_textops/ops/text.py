@@ -139,18 +139,27 @@ def pack_host(texts: Any) -> tuple[np.ndarray, np.ndarray]:
         if raw is not None and len(raw) <= MAX_BATCH_BYTES:
             return np.frombuffer(raw, dtype=np.uint8), np.array([0, len(raw)], dtype=np.int64)
     rows = _as_row_list(texts)
-    try:  # the usual case: all str (one list comprehension)
-        enc = [t.encode("utf-8") for t in rows] if all(type(t) is str for t in rows) else None
-    except UnicodeEncodeError:
-        enc = None  # the loop below names the row
-    if enc is None:
-        enc = _encode_rows(rows)
+    try:
+        ascii_only = all(map(str.isascii, rows))  # TypeError: a row is not a str
+    except TypeError:
+        ascii_only = False
+    if ascii_only:  # ASCII is its own UTF-8: one join, lengths in characters (232 -> ~130 us, 512 paragraphs)
+        enc: list = rows
+        raw = "".join(rows).encode("ascii")
+    else:
+        try:  # the usual case: all str (one list comprehension)
+            enc = [t.encode("utf-8") for t in rows] if all(type(t) is str for t in rows) else None
+        except UnicodeEncodeError:
+            enc = None  # the loop below names the row
+        if enc is None:
+            enc = _encode_rows(rows)
+        raw = None
     offsets = np.zeros(len(enc) + 1, dtype=np.int64)
     if enc:
         np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=offsets[1:])
     if offsets[-1] > MAX_BATCH_BYTES:
         raise InputError(f"a batch of {int(offsets[-1])} bytes exceeds the {MAX_BATCH_BYTES} bytes one call takes")
-    return np.frombuffer(b"".join(enc), dtype=np.uint8), offsets
+    return np.frombuffer(b"".join(enc) if raw is None else raw, dtype=np.uint8), offsets
 
 
 def _encode_rows(rows: list) -> list[bytes]:
