@@ -341,17 +341,25 @@ def test_late_decoupled_responses_identical(fidelity: tuple[TritonServer, Path],
 def test_decoupled_bls_with_bytes_model_name_identical(triton_runtime: object, tmp_path: Path, loaded: Callable) -> None:
     from triton_helpers import make_repository, start_server
 
-    # its own server: in three of four full make-test runs tritonserver 2.51 reported the stub of bls_late_sum
-    # "not healthy" when this ran on the shared fidelity server after the late-response tests (never in
-    # isolation); the server log shows nothing. 500 responses here; 2000 in the harness test (test_fidelity.py).
-    repo = make_repository(tmp_path / "bls_repo", TESTING_MODELS / "bls_late_sum", TESTING_MODELS / "late_repeat")
-    srv = start_server(triton_runtime, repo, "decoupled BLS models (#19)")  # type: ignore[arg-type]
-    try:
-        inputs = {"N": np.array([500], np.int32)}
-        real, err = server_infer(srv.http_url, "bls_late_sum", inputs)
-        assert err is None, srv.log[-4000:]
-    finally:
-        srv.stop()
+    # Its own server, and up to three fresh ones: tritonserver 2.51 sometimes answers "Stub process
+    # 'bls_late_sum_0' is not healthy." (its health check is a 1-second timed lock on a mutex the stub holds)
+    # while the stub is busy taking the 500 late BLS responses on this loaded 2-core machine: first seen on the
+    # shared fidelity server after the late-response tests, on 2026-12-01 also in isolation (1 run of 3). The
+    # server log shows nothing. Only that error is retried; any other error, or the same one three times,
+    # fails. 500 responses here; 2000 in the harness test (test_fidelity.py).
+    inputs = {"N": np.array([500], np.int32)}
+    for attempt in range(3):
+        repo = make_repository(tmp_path / f"bls_repo{attempt}", TESTING_MODELS / "bls_late_sum",
+                               TESTING_MODELS / "late_repeat")
+        srv = start_server(triton_runtime, repo, "decoupled BLS models (#19)")  # type: ignore[arg-type]
+        try:
+            real, err = server_infer(srv.http_url, "bls_late_sum", inputs)
+            log = srv.log[-4000:]
+        finally:
+            srv.stop()
+        if err is None or "is not healthy" not in str(err) or attempt == 2:
+            break
+    assert err is None, log
     loaded("late_repeat")
     mock, merr = harness_infer(loaded("bls_late_sum"), inputs)
     assert merr is None
