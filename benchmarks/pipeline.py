@@ -329,10 +329,11 @@ def measure_interleaved(stage: str, group: dict[str, Any], n: int, pool: TextPoo
             c.note = "skipped: --budget spent"
         return cells
     fns = [make() for make in group.values()]
-    # one untimed round at this batch size: what the previous stage left running (bert-large's OpenMP threads
-    # spin for a while after a request) and first-call costs at a new size (the stubs' shared-memory pools
-    # growing) hit the first mode of the first round otherwise; measured: one 200 ms request of our
-    # preprocess model at 512 (p50 14 ms), never in isolation
+    # one untimed round at this batch size: first-round costs otherwise hit the first mode of the first round.
+    # Measured: in two runs one ~200 ms request of our preprocess model at 512 (p50 14 ms), the first after the
+    # batch-1 full-pipeline stage; never with 512-text requests to the same server alone. The cause is not
+    # pinned down (what the previous stage leaves running, e.g. the BERT model's runtime threads, or
+    # first-call costs at a new size such as the stubs' shared-memory pools growing).
     for i, fn in enumerate(fns):
         try:
             fn(pool.take(n))
