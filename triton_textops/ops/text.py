@@ -258,6 +258,22 @@ def special_at(data, i, end, sp_bytes, sp_off, n_sp):
     return best
 
 
+@K.device(inline=True)
+def fail_text(txt, t, status):
+    """Mark text ``t`` bad (1: invalid UTF-8, 2: a size bound exceeded) with no tokens."""
+    txt[STATUS, t] = status
+    txt[TEXT_LEN, t] = 0
+    txt[NTOK, t] = 0
+
+
+@K.device(inline=True)
+def close_word(tok, cur, o, n, h):
+    """End word token ``cur`` at normalized position ``o``: ``n`` characters, FNV-1a hash ``h`` (as int32)."""
+    tok[END, cur] = o
+    tok[NCHARS, cur] = n
+    tok[HASH, cur] = h - 0x100000000 if h >= 0x80000000 else h
+
+
 @K.device
 def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, limit):
     """Stage (a) for text ``t``: UTF-8 check, normalization, pre-tokens, raw special tokens.
@@ -298,9 +314,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                         break
                     used += 1
                     if k >= k_cap:  # cannot happen with the measured bounds; never overrun
-                        txt[STATUS, t] = 2
-                        txt[TEXT_LEN, t] = 0
-                        txt[NTOK, t] = 0
+                        fail_text(txt, t, 2)
                         return
                     tok[START, k] = o
                     tok[KIND, k] = 0
@@ -312,9 +326,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 while True:  # the hot loop: this byte and the word's next ASCII bytes
                     if a != 0:
                         if o >= o_cap:
-                            txt[STATUS, t] = 2
-                            txt[TEXT_LEN, t] = 0
-                            txt[NTOK, t] = 0
+                            fail_text(txt, t, 2)
                             return
                         out[o] = a & 0xFF
                         th = ((th ^ (a & 0xFF)) * 0x01000193) & 0xFFFFFFFF
@@ -332,14 +344,10 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 continue
             # a space or a punctuation character: it ends the word; punctuation is a token of its own
             if o >= o_cap or k >= k_cap:
-                txt[STATUS, t] = 2
-                txt[TEXT_LEN, t] = 0
-                txt[NTOK, t] = 0
+                fail_text(txt, t, 2)
                 return
             if cur >= 0:
-                tok[END, cur] = o
-                tok[NCHARS, cur] = cur_n
-                tok[HASH, cur] = th - 0x100000000 if th >= 0x80000000 else th
+                close_word(tok, cur, o, cur_n, th)
                 cur = -1
             if a >> 8 == PUNCT:
                 if used >= limit:
@@ -375,9 +383,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
         else:
             cp, ln = utf8_at(data, i, stop)
             if cp < 0:
-                txt[STATUS, t] = 1
-                txt[TEXT_LEN, t] = 0
-                txt[NTOK, t] = 0
+                fail_text(txt, t, 1)
                 return
             inf = int(info[cp])
             ob = 0
@@ -395,14 +401,10 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 c_cp, c_len = utf8_at(pool, src + p, src + nb)
                 cls = (int(info[c_cp]) >> 8) & 3
             if o + c_len > o_cap or k >= k_cap:  # cannot happen with the measured bounds; never overrun
-                txt[STATUS, t] = 2
-                txt[TEXT_LEN, t] = 0
-                txt[NTOK, t] = 0
+                fail_text(txt, t, 2)
                 return
             if cls != WORD and cur >= 0:  # a space or a punctuation character ends the word
-                tok[END, cur] = o
-                tok[NCHARS, cur] = cur_n
-                tok[HASH, cur] = th - 0x100000000 if th >= 0x80000000 else th
+                close_word(tok, cur, o, cur_n, th)
                 cur = -1
             if cls == PUNCT or (cls == WORD and cur < 0):  # a token starts here
                 if mark != ABSORBED:
@@ -441,14 +443,10 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
         if early:
             break
     if early and not utf8_valid(data, i, stop):  # what the tokens did not need must still be UTF-8
-        txt[STATUS, t] = 1
-        txt[TEXT_LEN, t] = 0
-        txt[NTOK, t] = 0
+        fail_text(txt, t, 1)
         return
     if cur >= 0:
-        tok[END, cur] = o
-        tok[NCHARS, cur] = cur_n
-        tok[HASH, cur] = th - 0x100000000 if th >= 0x80000000 else th
+        close_word(tok, cur, o, cur_n, th)
     txt[TEXT_LEN, t] = o - offs[t] * expand
     txt[NTOK, t] = k - offs[t]
     txt[STATUS, t] = 0
