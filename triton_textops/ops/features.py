@@ -289,11 +289,9 @@ def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
 
 def _features_cpu(share, shares, n, data, offs, tok, txt, slots, pool, mask, max_probe,
                   is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
-    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
-    for c in range(share * b, n, shares * b):
-        for t in range(c, min(c + b, n)):
-            features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
-                          is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
+    for t in range(share, n, shares):
+        features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
+                      is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
 
 
 def _features_gpu(n, data, offs, tok, txt, slots, pool, mask, max_probe,
@@ -308,12 +306,10 @@ FEATURES = (K.cpu(_features_cpu), K.gpu(_features_gpu))
 
 def _fused_cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
                slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
-    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
-    for c in range(share * b, n, shares * b):
-        for t in range(c, min(c + b, n)):
-            pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
-            features_text(t, out, offs, tok, txt, slots, pool, mask, max_probe,
-                          is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
+    for t in range(share, n, shares):
+        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
+        features_text(t, out, offs, tok, txt, slots, pool, mask, max_probe,
+                      is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
 
 
 def _fused_gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,

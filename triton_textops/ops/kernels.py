@@ -6,8 +6,8 @@ How one source serves both targets:
   their module-level names. :func:`cpu` and :func:`gpu` compile a *copy* of such a function whose globals
   map every other ``device`` function to the same target's compiled version (``numba.njit`` on the CPU,
   ``numba.cuda.jit(device=True)`` on the GPU), so the very same code object is compiled for both.
-- Each kernel is a pair of short entry points, one per target: on the GPU a thread's share of a
-  grid-stride loop, on the CPU a worker thread's share of blocks of :data:`BLOCK` texts (the compiled
+- Each kernel is a pair of 3-line entry points, one per target, over items ``share, share + shares, ...``:
+  on the GPU a thread's share of a grid-stride loop, on the CPU a worker thread's share (the compiled
   code releases the GIL, so :func:`run_cpu` runs the shares on a small thread pool at once). Only these
   loops differ.
 - Under ``NUMBA_ENABLE_CUDASIM=1`` the GPU entry points run in numba-cuda's simulator on NumPy arrays:
@@ -117,10 +117,6 @@ def cpu(fn: Callable) -> Callable:
 
 _THREADS = [numba.config.NUMBA_NUM_THREADS]
 _POOL: list[Any] = [None]
-# a CPU share is every shares-th block of up to BLOCK adjacent texts (fewer when the batch is small, so
-# every thread gets work): threads interleave for balance but rarely write neighbouring per-text entries
-# (status, mapping, feature rows), which share cache lines
-BLOCK = 16
 PARALLEL_MIN_ITEMS = 8  # below this a batch runs in the calling thread (handing work over costs ~20-50 us)
 
 

@@ -28,13 +28,11 @@ except ImportError:  # pragma: no cover
 def _cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
          vocab, slots, pool, rows, mapping, content, specials,
          fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
-    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
-    for c in range(share * b, n, shares * b):
-        for t in range(c, min(c + b, n)):
-            pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
-            encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
-            features_text(t, out, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,
-                          seen, x, mean, std, normalize)
+    for t in range(share, n, shares):
+        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
+        encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
+        features_text(t, out, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,
+                      seen, x, mean, std, normalize)
 
 
 def _gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,

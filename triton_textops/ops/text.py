@@ -453,10 +453,8 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
 
 
 def _pretok_cpu(share, shares, n, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt):
-    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
-    for c in range(share * b, n, shares * b):
-        for t in range(c, min(c + b, n)):
-            pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
+    for t in range(share, n, shares):
+        pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
 
 
 def _pretok_gpu(n, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt):
@@ -468,10 +466,8 @@ PRETOKENIZE = (K.cpu(_pretok_cpu), K.gpu(_pretok_gpu))
 
 
 def _utf8_rows_cpu(share, shares, n, data, offs, bad):
-    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
-    for c in range(share * b, n, shares * b):
-        for t in range(c, min(c + b, n)):
-            bad[t] = 0 if utf8_valid(data, offs[t], offs[t + 1]) else 1
+    for t in range(share, n, shares):
+        bad[t] = 0 if utf8_valid(data, offs[t], offs[t + 1]) else 1
 
 
 UTF8_ROWS = K.cpu(_utf8_rows_cpu)

@@ -159,10 +159,8 @@ def encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, row0
 
 
 def _rows_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, content, specials):
-    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
-    for c in range(share * b, n, shares * b):
-        for t in range(c, min(c + b, n)):
-            encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
+    for t in range(share, n, shares):
+        encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
 
 
 def _rows_gpu(n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, content, specials):
@@ -175,11 +173,9 @@ ENCODE_ROWS = (K.cpu(_rows_cpu), K.gpu(_rows_gpu))
 
 def _fused_cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
                vocab, slots, pool, rows, mapping, content, specials):
-    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
-    for c in range(share * b, n, shares * b):
-        for t in range(c, min(c + b, n)):
-            pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, content)
-            encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
+    for t in range(share, n, shares):
+        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, content)
+        encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
 
 
 def _fused_gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
@@ -193,11 +189,9 @@ ENCODE_FUSED = (K.cpu(_fused_cpu), K.gpu(_fused_gpu))  # stages (a)+(b)+(c), fix
 
 
 def _count_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, dummy, counts):
-    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
-    for c in range(share * b, n, shares * b):
-        for t in range(c, min(c + b, n)):
-            m = wp_text(t, data, offs, tok, txt, vocab, slots, pool, dummy, 0, 0, 0, 1, 0, 1 << 62)
-            counts[t] = m if txt[STATUS, t] == 0 else -1 - txt[STATUS, t]
+    for t in range(share, n, shares):
+        m = wp_text(t, data, offs, tok, txt, vocab, slots, pool, dummy, 0, 0, 0, 1, 0, 1 << 62)
+        counts[t] = m if txt[STATUS, t] == 0 else -1 - txt[STATUS, t]
 
 
 def _count_gpu(n, data, offs, tok, txt, vocab, slots, pool, dummy, counts):
@@ -210,11 +204,9 @@ COUNT_PIECES = (K.cpu(_count_cpu), K.gpu(_count_gpu))
 
 
 def _windows_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan, content, step, specials):
-    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
-    for c in range(share * b, n, shares * b):
-        for t in range(c, min(c + b, n)):
-            encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan[t], plan[t + 1] - plan[t],
-                        content, step, specials)
+    for t in range(share, n, shares):
+        encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan[t], plan[t + 1] - plan[t],
+                    content, step, specials)
 
 
 def _windows_gpu(n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan, content, step, specials):
@@ -227,11 +219,9 @@ ENCODE_WINDOWS = (K.cpu(_windows_cpu), K.gpu(_windows_gpu))
 
 
 def _pieces_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, pieces, piece_off):
-    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
-    for c in range(share * b, n, shares * b):
-        for t in range(c, min(c + b, n)):
-            wp_text(t, data, offs, tok, txt, vocab, slots, pool, pieces, 0, piece_off[t],
-                    piece_off[t + 1] - piece_off[t], 1 << 62, 1, 1 << 62)
+    for t in range(share, n, shares):
+        wp_text(t, data, offs, tok, txt, vocab, slots, pool, pieces, 0, piece_off[t],
+                piece_off[t + 1] - piece_off[t], 1 << 62, 1, 1 << 62)
 
 
 def _pieces_gpu(n, data, offs, tok, txt, vocab, slots, pool, pieces, piece_off):
@@ -254,13 +244,11 @@ def copy_pieces(t, pieces, piece_off, rows, row0, off, content, step, nwin):
 
 
 def _pack_cpu(share, shares, n, pieces, piece_off, vocab, rows, mapping, plan, content, step, specials):
-    b = max(1, min(K.BLOCK, (n + shares - 1) // shares))  # blocks of adjacent texts
-    for c in range(share * b, n, shares * b):
-        for t in range(c, min(c + b, n)):
-            row0 = plan[t]
-            nwin = plan[t + 1] - row0
-            m = copy_pieces(t, pieces, piece_off, rows, row0, 1 if specials else 0, content, step, nwin)
-            frame_rows(t, m, rows, mapping, row0, nwin, content, step, specials, vocab)
+    for t in range(share, n, shares):
+        row0 = plan[t]
+        nwin = plan[t + 1] - row0
+        m = copy_pieces(t, pieces, piece_off, rows, row0, 1 if specials else 0, content, step, nwin)
+        frame_rows(t, m, rows, mapping, row0, nwin, content, step, specials, vocab)
 
 
 def _pack_gpu(n, pieces, piece_off, vocab, rows, mapping, plan, content, step, specials):
