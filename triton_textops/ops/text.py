@@ -478,7 +478,7 @@ def invalid_utf8_rows(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     stage-(a) kernel's check, for callers that reject bad rows before batching)."""
     n = offsets.shape[0] - 1
     bad = np.zeros(n, dtype=np.uint8)
-    if n:
+    if n and data.shape[0] and int(data.max()) >= 0x80:  # all-ASCII bytes are valid UTF-8: no launch
         K.COUNTS["launch"] += 1
         K.run_cpu(UTF8_ROWS, n, _read_only(data), offsets.astype(np.int64, copy=False), bad)
     return bad.nonzero()[0].astype(np.int64)

@@ -415,10 +415,9 @@ class TextOpsModel:
             if (sizes > limit).any():
                 r = int(np.argmax(sizes > limit))
                 raise InputError(f"input '{name}' row {r}: text of {int(sizes[r])} bytes exceeds max_text_bytes={limit}")
-        if data.shape[0] and int(data.max()) >= 0x80:  # ASCII is valid UTF-8: no kernel launch for it
-            bad = invalid_utf8_rows(data, offsets)
-            if bad.size:
-                raise InputError(f"input '{name}' row {int(bad[0])}: text is not valid UTF-8")
+        bad = invalid_utf8_rows(data, offsets)
+        if bad.size:
+            raise InputError(f"input '{name}' row {int(bad[0])}: text is not valid UTF-8")
         return data, offsets
 
     def ids_dtype(self) -> str:
