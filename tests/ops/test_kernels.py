@@ -91,7 +91,7 @@ print(json.dumps({name: [[str(a) for a in sig] for sig in K._compiled(name, "cpu
 @pytest.mark.slow
 def test_device_functions_compile_once_for_every_caller(tmp_path):
     """Call sites pass constants and int32 token fields; numba would compile a device function again for
-    each literal and each integer width (11 extra compilations, ~3 s of a cold load). Compiled cold
+    each literal and each integer width (6 extra compilations, 3 s of a cold compile). Compiled cold
     (empty cache), every device function the preprocess kernel calls has one version, for int64 scalars."""
     import json
 

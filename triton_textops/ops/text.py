@@ -143,7 +143,7 @@ def pack_host(texts: Any) -> tuple[np.ndarray, np.ndarray]:
         ascii_only = all(map(str.isascii, rows))  # TypeError: a row is not a str
     except TypeError:
         ascii_only = False
-    if ascii_only:  # ASCII is its own UTF-8: one join, lengths in characters (232 -> ~130 us, 512 paragraphs)
+    if ascii_only:  # ASCII is its own UTF-8: one join, lengths in characters (232 -> 136 us, 512 paragraphs)
         enc: list = rows
         raw = "".join(rows).encode("ascii")
     else:
@@ -267,11 +267,17 @@ def fail_text(txt, t, status):
 
 
 @K.device(inline=True)
+def as_int32(h):
+    """A 32-bit hash as the int32 a token row stores."""
+    return h - 0x100000000 if h >= 0x80000000 else h
+
+
+@K.device(inline=True)
 def close_word(tok, cur, o, n, h):
-    """End word token ``cur`` at normalized position ``o``: ``n`` characters, FNV-1a hash ``h`` (as int32)."""
+    """End word token ``cur`` at normalized position ``o``: ``n`` characters, FNV-1a hash ``h``."""
     tok[END, cur] = o
     tok[NCHARS, cur] = n
-    tok[HASH, cur] = h - 0x100000000 if h >= 0x80000000 else h
+    tok[HASH, cur] = as_int32(h)
 
 
 @K.device
@@ -364,7 +370,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 tok[KIND, k] = 1
                 tok[SPECIAL, k] = NOT_SPECIAL
                 th = ((0x811C9DC5 ^ ob) * 0x01000193) & 0xFFFFFFFF
-                tok[HASH, k] = th - 0x100000000 if th >= 0x80000000 else th
+                tok[HASH, k] = as_int32(th)
                 k += 1
             continue
         mark = NOT_SPECIAL
@@ -437,7 +443,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 out[o + j] = c
                 th = ((th ^ c) * 0x01000193) & 0xFFFFFFFF
             if cls == PUNCT:
-                tok[HASH, k - 1] = th - 0x100000000 if th >= 0x80000000 else th
+                tok[HASH, k - 1] = as_int32(th)
             o += c_len
             p += c_len
         if early:
