@@ -707,8 +707,9 @@ class ModelHarness:
             return [
                 _error_response(
                     f"[pb_utils mock] model '{self.model_name}' failed after its response sender had sent the final "
-                    "response (TRITONSERVER_RESPONSE_COMPLETE_FINAL): tritonserver 2.51 crashes here (SIGSEGV in "
-                    "TRITONBACKEND_ResponseFactoryDelete: the response factory is deleted twice). Model error: "
+                    "response (TRITONSERVER_RESPONSE_COMPLETE_FINAL): tritonserver 2.51 crashes here (the response "
+                    "factory is deleted twice: SIGSEGV in TRITONBACKEND_ResponseFactoryDelete, or a heap corruption "
+                    "that aborts in malloc a few requests later). Model error: "
                     + msg
                 )
             ]
