@@ -366,8 +366,6 @@ def test_pack_checks_offsets_and_unknown_specials_read_as_unk(tok):
         tok.pack(pieces, np.array([1, 2]))
     assert tok.pack(pieces, np.array([0, 2]), max_length=5).input_ids.tolist() == [[101, 7592, 2088, 102, 0]]
     # pre-tokens marked with more raw specials than the tokenizer knows: the extra one becomes [UNK]
-    from triton_textops.ops.text import TextBatch
-
     pre = tok.normalizer.pretokenize(TextBatch.from_texts(["a <X> b"]), [*tok.special_bytes, b"<X>"])
     ids = tok.encode_pretokens(pre, max_length=8).input_ids.tolist()
     assert ids == [[101, 1037, tok.unk_id, 1038, 102, 0, 0, 0]]
