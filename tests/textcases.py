@@ -66,3 +66,50 @@ SENTENCES = [
     ("\u00c9t\u00e9. \u00c0 bient\u00f4t!", 2),
     ("x\u0301. Next", 1),  # one character after accent stripping
 ]
+
+
+# Character pools for mixed_texts: every script and character class the normalizer and pre-tokenizer treat apart.
+_POOLS = [
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+    "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~",
+    " \t\n\r\x0b\x0c\x00\x7f\x85\xa0\u1680\u2000\u2028\u2029\u202f\u205f\u3000\u200b\u200c\u200d\ufeff\u00ad\u034f",
+    "àáâãäåæçèéêëìíîïðñòóôõöøùúûüýþÿÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÐÑÒÓÔÕÖØÙÚÛÜÝÞßĀāĂăĄąĆćİıŁłŒœŠšŸŽžǅǆǈǉǋǌ",
+    "\u0300\u0301\u0302\u0303\u0308\u0327\u0345\u20d0\u0488\u064b\u05b0\u0e31\u093f\u0903",
+    "中文字符测试日本語のテキスト한국어텍스트\u3400\u4dbf\U00020000\U0002a6df\uf900\ufaff\U0002f800",
+    "ΑΒΓΔΣσςΩωάέήίΰАБВГДЖЗабвгджзЁёЇїΐ",
+    "ไทยภาษาالعربيةעבריתहिन्दीবাংলাதமிழ்",
+    "😀👍🏽👨\u200d👩\u200d👧\u200d👦🇯🇵✨❤️\U0001f9d1\u2764\ufe0f",
+    "ﬁﬂﬃﬆ℃℉№™Ⅻⅻ①⑩⒜㎏㍿ＡＢＣａｂｃ０１２！？，。「」『』【】",
+    "\ue000\uf8ff\U000f0000\U0010fffd\ufffd\ufffe\uffff\u0378\u0530",
+    "¡¿«»‹›–—―‘’‚“”„†‡•…‰′″‴※‼⁇⁈€£¥¢§¶©®°±×÷",
+]
+_SPECIALS = ["[CLS]", "[SEP]", "[MASK]", "[UNK]", "[PAD]", "[cls]", "[SEP", "[[SEP]]"]
+_SENTENCE_BITS = ["Mr.", "Dr.", "e.g.", "U.S.A.", "...", "?!", '"', "'", ")", "»", "”", "。", "…", "3.5", "A.", "b."]
+
+
+def mixed_texts(seed: int, n: int, words: list[str]) -> list[str]:
+    """``n`` seeded random texts: vocabulary ``words`` and abbreviations mixed with runs from every pool above,
+    raw special tokens, and ASCII words of 95-210 characters (around WordPiece's 100-character limit)."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        parts = []
+        for _ in range(rng.randint(0, 40)):
+            k = rng.random()
+            if k < 0.3:
+                parts.append(rng.choice(words) + rng.choice(["", " ", "  ", ".", ",", "\n"]))
+            elif k < 0.35:
+                parts.append(rng.choice(_SENTENCE_BITS))
+            elif k < 0.4:
+                parts.append(rng.choice(_SPECIALS))
+            elif k < 0.43:
+                parts.append("".join(rng.choice(_POOLS[0]) for _ in range(rng.randint(95, 210))))
+            else:
+                pool = rng.choice(_POOLS)
+                parts.append("".join(rng.choice(pool) for _ in range(rng.randint(1, 12))))
+            if rng.random() < 0.5:
+                parts.append(" ")
+        out.append("".join(parts))
+    return out

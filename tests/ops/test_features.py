@@ -19,7 +19,7 @@ from triton_textops.ops.text import Normalizer, TextBatch
 
 sys.path.insert(0, str(Path(__file__).parent))
 import features_reference as ref  # noqa: E402
-from textcases import SENTENCES  # noqa: E402
+from textcases import SENTENCES, mixed_texts  # noqa: E402
 
 DATA = resources.files("triton_textops") / "data"
 
@@ -160,6 +160,23 @@ def test_hypothesis_any_unicode(texts):
 
 
 _HYP = _plain(common=["the", "a", "mr", "x" * 9, "abcdefghij"], rare=["caf\u00e9", "didn", "3", "\u4e2d"])
+
+
+@pytest.mark.parametrize(("lowercase", "stopwords"), [(True, "nltk-179"), (False, "nltk-198")])
+def test_mixed_script_texts(austen_split, lowercase, stopwords):
+    """Fit on Austen plus seeded mixed-script texts, then transform 1200 such texts (and 50 one at a time):
+    the fitted words, mean/std and every feature equal the reference's."""
+    words = austen_split[0][0].split()
+    texts = mixed_texts(29 + lowercase, 1200, words + ["Mr.", "the", "The", "\n\n"])
+    train = austen_split[0][:200] + texts[:300]
+    impl = ReadabilityFeatures.fit(train, n_common=60, n_rare=60, lowercase=lowercase, stopwords=stopwords)
+    r = ref.fit(train, _sw(stopwords), 60, 60, lowercase=lowercase)
+    assert impl.common == r.common and impl.rare == r.rare
+    np.testing.assert_array_equal(impl.mean, np.array(r.mean, np.float32))
+    np.testing.assert_array_equal(impl.std, np.array(r.std, np.float32))
+    np.testing.assert_array_equal(impl.transform(texts), r.transform(texts))
+    for text in texts[:50]:
+        np.testing.assert_array_equal(impl.transform([text], normalize=False), r.raw([text]))
 
 
 def test_similar_long_words_stay_apart():

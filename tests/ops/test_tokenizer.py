@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from textcases import ADVERSARIAL
+from textcases import ADVERSARIAL, mixed_texts
 
 from triton_textops import BertTokenizer, InputError
 from triton_textops.ops.text import TextBatch, invalid_utf8_rows, pack_host
@@ -101,6 +101,21 @@ def test_adversarial_unicode(oracle, tok, max_length):
     assert_same(enc, *reference_rows(oracle, ADVERSARIAL, max_length))
     enc = tok.encode(ADVERSARIAL, max_length=max_length, stride=3, return_overflowing_tokens=True)
     assert_same(enc, *reference_rows(oracle, ADVERSARIAL, max_length, stride=3, overflow=True))
+
+
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_mixed_script_texts(vocab_path, lowercase):
+    """1500 seeded texts mixing every script, control and space class, raw specials and over-long words: whole
+    batch, overflow windows and batches of one against HF."""
+    oracle = BertWordPieceTokenizer(vocab_path, lowercase=lowercase)
+    tok = BertTokenizer.from_vocab(vocab_path, lowercase=lowercase)
+    words = [w for w in open(vocab_path, encoding="utf-8").read().split("\n") if w and not w.startswith("[")]
+    texts = mixed_texts(13 + lowercase, 1500, words)
+    assert_same(tok.encode(texts, max_length=48), *reference_rows(oracle, texts, 48))
+    enc = tok.encode(texts, max_length=20, stride=17, return_overflowing_tokens=True)
+    assert_same(enc, *reference_rows(oracle, texts, 20, stride=17, overflow=True))
+    for text in texts[:100]:
+        assert_same(tok.encode([text], max_length=32), *reference_rows(oracle, [text], 32))
 
 
 def test_pieces_equal_oracle_tokens(oracle, tok):

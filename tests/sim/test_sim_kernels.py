@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from textcases import ADVERSARIAL, SENTENCES
+from textcases import ADVERSARIAL, SENTENCES, mixed_texts
 
 from triton_textops import BertTokenizer, InputError, ReadabilityFeatures
 from triton_textops.ops import kernels as K
@@ -124,6 +124,16 @@ def test_features_gpu_equal_cpu_bit_for_bit(features, austen):
     assert features.transform([t for t, _ in SENTENCES], normalize=False, device="cuda")[:, 3].tolist() == [
         n for _, n in SENTENCES
     ]
+
+
+def test_mixed_script_texts_gpu_equal_cpu(pair, features, austen):
+    """12 seeded texts mixing every script, control and space class, raw specials and over-long words (few: the
+    simulator runs every GPU thread as a Python thread, and its time varies 5x from run to run)."""
+    texts = mixed_texts(5, 12, austen[0].split())
+    cpu, gpu = pair
+    assert_same(cpu.encode(texts, max_length=40), gpu.encode(texts, max_length=40))
+    a, b = features.transform(texts, device="cpu"), features.transform(texts, device="cuda")
+    np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
 def test_preprocess_launch_budget(pair, features, austen):
