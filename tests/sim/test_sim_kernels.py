@@ -127,11 +127,12 @@ def test_features_gpu_equal_cpu_bit_for_bit(features, austen):
 
 
 def test_mixed_script_texts_gpu_equal_cpu(pair, features, austen):
-    """12 seeded texts mixing every script, control and space class, raw specials and over-long words (few: the
-    simulator runs every GPU thread as a Python thread, and its time varies 5x from run to run)."""
-    texts = mixed_texts(5, 12, austen[0].split())
+    """60 seeded texts mixing every script, control and space class, raw specials and over-long words."""
+    texts = mixed_texts(5, 60, austen[0].split())
     cpu, gpu = pair
     assert_same(cpu.encode(texts, max_length=40), gpu.encode(texts, max_length=40))
+    kw = {"max_length": 24, "stride": 6, "return_overflowing_tokens": True}
+    assert_same(cpu.encode(texts, **kw), gpu.encode(texts, **kw))
     a, b = features.transform(texts, device="cpu"), features.transform(texts, device="cuda")
     np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
 
