@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Callable
 
 from triton_textops.bundled import austen_paragraphs
 
@@ -29,17 +28,6 @@ def machine() -> str:
     except Exception:
         pass
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}{gpu}, {time.strftime('%Y-%m-%d')}"
-
-
-def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
-    """Smallest wall time of ``repeat`` runs (after one warm-up), in seconds."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def batches(items: list, size: int) -> list[list]:
