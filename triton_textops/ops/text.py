@@ -273,11 +273,20 @@ def as_int32(h):
 
 
 @K.device(inline=True)
-def close_word(tok, cur, o, n, h):
-    """End word token ``cur`` at normalized position ``o``: ``n`` characters, FNV-1a hash ``h``."""
-    tok[END, cur] = o
-    tok[NCHARS, cur] = n
-    tok[HASH, cur] = as_int32(h)
+def open_token(tok, k, o, kind, mark):
+    """Start token ``k`` at normalized position ``o``: ``kind`` 0 word / 1 punctuation, ``mark`` its special
+    token (or NOT_SPECIAL / ABSORBED)."""
+    tok[START, k] = o
+    tok[KIND, k] = kind
+    tok[SPECIAL, k] = mark
+
+
+@K.device(inline=True)
+def close_token(tok, k, o, n, h):
+    """End token ``k`` at normalized position ``o``: ``n`` characters, FNV-1a hash ``h``."""
+    tok[END, k] = o
+    tok[NCHARS, k] = n
+    tok[HASH, k] = as_int32(h)
 
 
 @K.device
@@ -322,9 +331,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                     if k >= k_cap:  # cannot happen with the measured bounds; never overrun
                         fail_text(txt, t, 2)
                         return
-                    tok[START, k] = o
-                    tok[KIND, k] = 0
-                    tok[SPECIAL, k] = NOT_SPECIAL
+                    open_token(tok, k, o, 0, NOT_SPECIAL)
                     cur = k
                     cur_n = 0
                     th = 0x811C9DC5
@@ -353,7 +360,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 fail_text(txt, t, 2)
                 return
             if cur >= 0:
-                close_word(tok, cur, o, cur_n, th)
+                close_token(tok, cur, o, cur_n, th)
                 cur = -1
             if a >> 8 == PUNCT:
                 if used >= limit:
@@ -364,13 +371,8 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
             out[o] = ob
             o += 1
             if a >> 8 == PUNCT:
-                tok[START, k] = o - 1
-                tok[END, k] = o
-                tok[NCHARS, k] = 1
-                tok[KIND, k] = 1
-                tok[SPECIAL, k] = NOT_SPECIAL
-                th = ((0x811C9DC5 ^ ob) * 0x01000193) & 0xFFFFFFFF
-                tok[HASH, k] = as_int32(th)
+                open_token(tok, k, o - 1, 1, NOT_SPECIAL)
+                close_token(tok, k, o, 1, ((0x811C9DC5 ^ ob) * 0x01000193) & 0xFFFFFFFF)
                 k += 1
             continue
         mark = NOT_SPECIAL
@@ -410,7 +412,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 fail_text(txt, t, 2)
                 return
             if cls != WORD and cur >= 0:  # a space or a punctuation character ends the word
-                close_word(tok, cur, o, cur_n, th)
+                close_token(tok, cur, o, cur_n, th)
                 cur = -1
             if cls == PUNCT or (cls == WORD and cur < 0):  # a token starts here
                 if mark != ABSORBED:
@@ -418,14 +420,9 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                         early = True
                         break
                     used += 1
-                tok[START, k] = o
-                tok[KIND, k] = 1 if cls == PUNCT else 0
-                tok[SPECIAL, k] = mark
+                open_token(tok, k, o, 1 if cls == PUNCT else 0, mark)
                 th = 0x811C9DC5
-                if cls == PUNCT:
-                    tok[END, k] = o + c_len
-                    tok[NCHARS, k] = 1
-                else:
+                if cls != PUNCT:
                     cur = k
                     cur_n = 0
                 k += 1
@@ -443,7 +440,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 out[o + j] = c
                 th = ((th ^ c) * 0x01000193) & 0xFFFFFFFF
             if cls == PUNCT:
-                tok[HASH, k - 1] = as_int32(th)
+                close_token(tok, k - 1, o + c_len, 1, th)
             o += c_len
             p += c_len
         if early:
@@ -452,7 +449,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
         fail_text(txt, t, 1)
         return
     if cur >= 0:
-        close_word(tok, cur, o, cur_n, th)
+        close_token(tok, cur, o, cur_n, th)
     txt[TEXT_LEN, t] = o - offs[t] * expand
     txt[NTOK, t] = k - offs[t]
     txt[STATUS, t] = 0
