@@ -1,5 +1,7 @@
 """Text cases shared by the CPU tests (tests/ops) and the CUDA-simulator tests (tests/sim)."""
 
+import random
+
 ADVERSARIAL = [
     "Café, naïve résumé — ÉCOLE élève; São Paulo, Ångström, Øre, Łódź",
     "e\u0301 a\u0300\u0301\u0302 combining marks on x\u0327\u0328 and alone \u0301",
@@ -90,8 +92,6 @@ _SENTENCE_BITS = ["Mr.", "Dr.", "e.g.", "U.S.A.", "...", "?!", '"', "'", ")", "�
 def mixed_texts(seed: int, n: int, words: list[str]) -> list[str]:
     """``n`` seeded random texts: vocabulary ``words`` and abbreviations mixed with runs from every pool above,
     raw special tokens, and ASCII words of 95-210 characters (around WordPiece's 100-character limit)."""
-    import random
-
     rng = random.Random(seed)
     out = []
     for _ in range(n):
