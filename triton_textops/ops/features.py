@@ -29,8 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from triton_textops.errors import InputError
 from triton_textops.ops import features_dask
 from triton_textops.ops import kernels as K
+from triton_textops.ops.args import allocate, check_bool, check_int
 from triton_textops.ops.corpus import FIT_CHUNK, pretokenized_chunks
 from triton_textops.ops.hashtable import ByteTable, find_bytes
 from triton_textops.ops.text import (
@@ -38,15 +40,18 @@ from triton_textops.ops.text import (
     FULL,
     HASH,
     KIND,
-    N_TOK_ROWS,
     NCHARS,
     NTOK,
+    SIZE_BOUND,
     START,
     STATUS,
     Normalizer,
     PreTokens,
     TextBatch,
+    fail_text,
+    pos_at,
     pretok_text,
+    pretokens_ok,
     raise_bad_rows,
 )
 from triton_textops.ops.xp import get_xp, resolve_device, target_of
@@ -194,30 +199,36 @@ def adjacent(tok, k, j):
 
 
 @K.device
-def sentence_end(data, tok, k, k0, k_end, abbr, abbr_off, n_abbr):
+def sentence_end(data, base, tok, k, k0, k_end, abbr, abbr_off, n_abbr):
     """True when the terminator token ``k`` (the last of its run) ends a sentence (features.md): (a) after
     it and any adjacent closing tokens comes whitespace or the end of the text (tokens ``k0 .. k_end - 1``
-    are the text's), and (b) it is not a single ``.`` glued to a one-character word or an abbreviation."""
+    are the text's, ``base`` where its region of ``data`` starts), and (b) it is not a single ``.`` glued to a
+    one-character word or an abbreviation."""
     j = k
     while j + 1 < k_end and adjacent(tok, j, j + 1) and tok[KIND, j + 1] == 1 \
-            and punct_code(data, tok[START, j + 1], tok[END, j + 1]) == 3:
+            and punct_code(data, base + pos_at(tok, START, j + 1), base + pos_at(tok, END, j + 1)) == 3:
         j += 1
     if j + 1 < k_end and adjacent(tok, j, j + 1):
         return False
-    if punct_code(data, tok[START, k], tok[END, k]) == 1 and k > k0 and tok[KIND, k - 1] == 0 and adjacent(tok, k - 1, k):
-        if tok[NCHARS, k - 1] == 1 or is_abbreviation(data, tok[START, k - 1], tok[END, k - 1], abbr, abbr_off, n_abbr):
+    if punct_code(data, base + pos_at(tok, START, k), base + pos_at(tok, END, k)) == 1 and k > k0 \
+            and tok[KIND, k - 1] == 0 \
+            and adjacent(tok, k - 1, k):
+        if tok[NCHARS, k - 1] == 1 or is_abbreviation(data, base + pos_at(tok, START, k - 1), base + pos_at(tok, END, k - 1),
+                                                      abbr, abbr_off, n_abbr):
             return False
     return True
 
 
 @K.device
-def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
-                  is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
-    """The features of text ``t`` into row ``x[t]``: counts by one pass over its tokens, distinct words
-    through a per-text hash set in ``seen`` (the text's region of 4 slots per input byte)."""
+def features_text(t, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
+                  is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
+    """The features of text ``t`` into row ``x[t]``: counts by one pass over its tokens (the corpus words' in
+    ``cnt[t]``, int32: a float32 counter would stop at 2**24), distinct words through a per-text hash set in
+    ``seen`` (the text's region of 4 slots per input byte, holding token numbers within the text). Each value
+    is the exact count, or ratio of counts, rounded once to float32."""
     width = x.shape[1]
-    for j in range(width):
-        x[t, j] = 0
+    for j in range(7, width):
+        cnt[t, j] = 0
     k0 = offs[t]
     k_end = k0 + txt[NTOK, t]
     if txt[STATUS, t] != 0:
@@ -225,12 +236,17 @@ def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
     # per-text set of distinct words: a power of two >= 2 * tokens slots, < 4 * tokens <= 4 * input bytes:
     # inside the text's region of ``seen``, never a neighbour's
     nt = k_end - k0
+    if nt > 0x7FFFFFFF:  # ``seen`` holds int32 token numbers: never overflow them (2**31 tokens in one text)
+        fail_text(txt, t, SIZE_BOUND)
+        k_end = k0
+        nt = 0
     size = 0 if nt == 0 else 1
     while size < 2 * nt:
         size *= 2
-    base = 4 * k0
+    base = k0 * expand if nt > 0 else 0  # (a text with tokens has a checked span: no product can overflow)
+    set_base = 4 * k0 if nt > 0 else 0
     for j in range(size):
-        seen[base + j] = -1
+        seen[set_base + j] = -1
     n_words = 0
     n_punct = 0
     n_distinct = 0
@@ -238,17 +254,17 @@ def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
     n_ends = 0
     since_end = 0
     for k in range(k0, k_end):
-        s = tok[START, k]
-        e = tok[END, k]
+        s = base + pos_at(tok, START, k)
+        e = base + pos_at(tok, END, k)
         if tok[KIND, k] == 1:
             n_punct += 1
             code = punct_code(data, s, e)
             if code == 1 or code == 2:
                 last_of_run = True
                 if k + 1 < k_end and adjacent(tok, k, k + 1) and tok[KIND, k + 1] == 1:
-                    nxt = punct_code(data, tok[START, k + 1], tok[END, k + 1])
+                    nxt = punct_code(data, base + pos_at(tok, START, k + 1), base + pos_at(tok, END, k + 1))
                     last_of_run = not (nxt == 1 or nxt == 2)
-                if last_of_run and sentence_end(data, tok, k, k0, k_end, abbr, abbr_off, n_abbr):
+                if last_of_run and sentence_end(data, base, tok, k, k0, k_end, abbr, abbr_off, n_abbr):
                     n_ends += 1
                     since_end = 0
             continue
@@ -261,16 +277,17 @@ def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
                 n_stop += 1
             c = col[w]
             if c >= 0:
-                x[t, 7 + c] += 1
+                cnt[t, 7 + c] += 1
         slot = (h ^ (h >> 15)) & (size - 1)
         while True:
-            other = seen[base + slot]
+            other = seen[set_base + slot]
             if other < 0:
-                seen[base + slot] = k
+                seen[set_base + slot] = k - k0
                 n_distinct += 1
                 break
-            if tok[HASH, other] == tok[HASH, k] and tok[END, other] - tok[START, other] == e - s \
-                    and same_bytes(data, tok[START, other], data, s, e - s):
+            other += k0
+            if tok[HASH, other] == tok[HASH, k] and pos_at(tok, END, other) - pos_at(tok, START, other) == e - s \
+                    and same_bytes(data, base + pos_at(tok, START, other), data, s, e - s):
                 break
             slot = (slot + 1) & (size - 1)
     n_sent = n_ends + (1 if since_end > 0 else 0)
@@ -279,45 +296,51 @@ def features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
     x[t, 2] = n_punct
     x[t, 3] = n_sent
     x[t, 5] = n_stop
-    if n_sent > 0:
-        x[t, 4] = x[t, 0] / x[t, 3]
-        x[t, 6] = x[t, 5] / x[t, 3]
+    x[t, 4] = 0
+    x[t, 6] = 0
+    if n_sent > 0:  # float64 quotients of the exact counts (as the spec), rounded once to float32
+        x[t, 4] = n_words / n_sent
+        x[t, 6] = n_stop / n_sent
+    for j in range(7, width):
+        x[t, j] = cnt[t, j]
     if normalize:
         for j in range(width):
             x[t, j] = (x[t, j] - mean[j]) / std[j]
 
 
-def _features_cpu(share, shares, n, data, offs, tok, txt, slots, pool, mask, max_probe,
-                  is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
+def _features_cpu(share, shares, n, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
+                  is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
     for t in range(share, n, shares):
-        features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
-                      is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
+        pretokens_ok(t, data, expand, offs, tok, txt)
+        features_text(t, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
+                      is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize)
 
 
-def _features_gpu(n, data, offs, tok, txt, slots, pool, mask, max_probe,
-                  is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
+def _features_gpu(n, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
+                  is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        features_text(t, data, offs, tok, txt, slots, pool, mask, max_probe,
-                      is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
+        pretokens_ok(t, data, expand, offs, tok, txt)
+        features_text(t, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
+                      is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize)
 
 
 FEATURES = (K.cpu(_features_cpu), K.gpu(_features_gpu))
 
 
 def _fused_cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
-               slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
+               slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
     for t in range(share, n, shares):
         pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
-        features_text(t, out, offs, tok, txt, slots, pool, mask, max_probe,
-                      is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
+        features_text(t, out, expand, offs, tok, txt, slots, pool, mask, max_probe,
+                      is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize)
 
 
 def _fused_gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
-               slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
+               slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
-        features_text(t, out, offs, tok, txt, slots, pool, mask, max_probe,
-                      is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize)
+        features_text(t, out, expand, offs, tok, txt, slots, pool, mask, max_probe,
+                      is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize)
 
 
 FEATURES_FUSED = (K.cpu(_fused_cpu), K.gpu(_fused_gpu))  # stage (a) + the features: one launch
@@ -409,9 +432,8 @@ class ReadabilityFeatures:
         runs as a map-reduce over its partitions and gives the same artifact
         (:mod:`triton_textops.ops.features_dask`).
         """
-        if int(n_common) < 0 or int(n_rare) < 0:
-            raise ValueError("n_common and n_rare must be >= 0")
-        n_common, n_rare = int(n_common), int(n_rare)
+        n_common, n_rare = check_int("n_common", n_common, 0), check_int("n_rare", n_rare, 0)
+        lowercase = check_bool("lowercase", lowercase)
         sw_name, sw_words = load_stopwords(stopwords)
         if features_dask.is_dask_collection(texts):  # corpus scale: map-reduce over the partitions
             return features_dask.fit_dask(
@@ -593,11 +615,13 @@ class ReadabilityFeatures:
 
     def kernel_args(self, device: str, n_bytes: int, x: Any, normalize: bool) -> tuple:
         """What the features kernels read besides stage (a): word table, stop-word and column maps,
-        abbreviations, a scratch set for distinct words (4 slots per input byte), the output, mean/std."""
+        abbreviations, a scratch set for distinct words (4 slots per input byte), integer counters of the
+        corpus words (one row per text), the output, mean/std."""
         t = self._device_tables(device)
-        seen = t["xp"].empty(4 * n_bytes, dtype=np.int32)
+        seen = allocate(t["xp"], (4 * n_bytes,), np.int32, f"a batch of {n_bytes} bytes: its word sets", filled=False)
+        cnt = t["xp"].empty(x.shape, dtype=np.int32)
         return (t["slots"], t["pool"], t["mask"], t["max_probe"], t["is_stop"], t["col"], t["abbr"],
-                t["abbr_off"], t["n_abbr"], seen, x, t["mean"], t["std"], normalize)
+                t["abbr_off"], t["n_abbr"], seen, cnt, x, t["mean"], t["std"], normalize)
 
     def transform(self, texts: Any, *, normalize: bool = True, device: str = "cpu") -> Any:
         """Features of a batch: float32 array (n, 7 + n_common + n_rare) of the device's array module.
@@ -605,6 +629,7 @@ class ReadabilityFeatures:
         ``texts``: list of str/bytes, NumPy object array of bytes, or a ``(data, offsets)`` pair.
         Invalid UTF-8 raises :class:`InputError` naming the row. One kernel launch (stage (a) and the
         features of each text by one thread) and one device-to-host copy (the rows' UTF-8 status)."""
+        normalize = check_bool("normalize", normalize)
         device = resolve_device(device)
         target, xp = target_of(device), get_xp(device)
         batch = TextBatch.from_texts(texts, xp, target)
@@ -613,8 +638,8 @@ class ReadabilityFeatures:
         x = xp.empty((n, self.n_features), dtype=np.float32)
         txt = xp.empty((3, n), dtype=np.int64)
         if n:
-            K.launch(target, FEATURES_FUSED, n, *norm.args(batch, None), xp.empty(norm.expand * nb, dtype=np.uint8),
-                     norm.expand, xp.empty((N_TOK_ROWS, nb), dtype=np.int32), txt, *self.kernel_args(device, nb, x, normalize))
+            K.launch(target, FEATURES_FUSED, n, *norm.stage_args(batch, None, txt),
+                     *self.kernel_args(device, nb, x, normalize))
         raise_bad_rows(K.to_host(txt[STATUS], target))
         return x
 
@@ -623,12 +648,15 @@ class ReadabilityFeatures:
 
         ``pre`` must come from ``Normalizer.get(lowercase=self.lowercase, ...)``; ``check=False`` leaves
         its UTF-8 status to the caller (:meth:`PreTokens.check`)."""
+        if not isinstance(pre, PreTokens):
+            raise InputError(f"pre must be PreTokens (from Normalizer.pretokenize), got {type(pre).__name__}")
+        normalize, check = check_bool("normalize", normalize), check_bool("check", check)
         if pre.lowercase != self.lowercase:
             raise ValueError("pre-tokens were normalized with another casing than the features were fitted with")
         xp = pre.xp
         x = xp.empty((pre.n, self.n_features), dtype=np.float32)
         if pre.n:
-            K.launch(pre.target, FEATURES, pre.n, pre.data, pre.offs, pre.tok, pre.txt,
+            K.launch(pre.target, FEATURES, pre.n, pre.data, pre.expand, pre.offs, pre.tok, pre.txt,
                      *self.kernel_args(device_of(pre), int(pre.tok.shape[1]), x, normalize))
         if check:
             pre.check()

@@ -72,6 +72,8 @@ class ByteTable:
             where.append(j)
             pool += s
             max_probe = max(max_probe, probes)
+        if len(pool) > 0x7FFFFFFF or len(strings) > 0x7FFFFFFF:  # slots hold int32 offsets and ids
+            raise ValueError(f"{len(strings)} strings of {len(pool)} bytes: a table holds at most 2**31 - 1 of each")
         slots = np.full((size, 8), -1, dtype=np.int32)
         if rows:
             slots[where] = np.array(rows, dtype=np.int64).astype(np.uint32).view(np.int32)

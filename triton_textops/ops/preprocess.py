@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from triton_textops.errors import InputError
 from triton_textops.ops import kernels as K
+from triton_textops.ops.args import check_bool
 from triton_textops.ops.features import ReadabilityFeatures, features_text
-from triton_textops.ops.text import FULL, N_TOK_ROWS, STATUS, TextBatch, pretok_text, raise_bad_rows
+from triton_textops.ops.text import FULL, STATUS, TextBatch, pretok_text, raise_bad_rows
 from triton_textops.ops.tokenizer import BertTokenizer, Encoding
 from triton_textops.ops.wordpiece import encode_text
 
@@ -27,22 +29,22 @@ except ImportError:  # pragma: no cover
 
 def _cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
          vocab, slots, pool, rows, mapping, content, specials,
-         fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
+         fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
     for t in range(share, n, shares):
         pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
-        encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
-        features_text(t, out, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,
-                      seen, x, mean, std, normalize)
+        encode_text(t, out, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
+        features_text(t, out, expand, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,
+                      seen, cnt, x, mean, std, normalize)
 
 
 def _gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
          vocab, slots, pool, rows, mapping, content, specials,
-         fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr, seen, x, mean, std, normalize):
+         fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
-        encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
-        features_text(t, out, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,
-                      seen, x, mean, std, normalize)
+        encode_text(t, out, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
+        features_text(t, out, expand, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,
+                      seen, cnt, x, mean, std, normalize)
 
 
 PREPROCESS = (K.cpu(_cpu), K.gpu(_gpu))
@@ -52,19 +54,21 @@ def preprocess(tok: BertTokenizer, feats: ReadabilityFeatures, texts: Any, *, ma
                normalize: bool = True, dtype: str = "int64") -> tuple[Encoding, Any]:
     """BERT rows (``[CLS] … [SEP]``, truncated to ``max_length``, padded) and the features of every text,
     in one launch on the tokenizer's device. Invalid UTF-8 raises :class:`InputError` naming the row."""
+    if not isinstance(tok, BertTokenizer) or not isinstance(feats, ReadabilityFeatures):
+        raise InputError("preprocess takes a BertTokenizer and a ReadabilityFeatures")
     if feats.lowercase != tok.lowercase:
         raise ValueError("the features artifact and the tokenizer use different casing (lowercase)")
     batch = TextBatch.from_texts(texts, tok.xp, tok.target)
-    content, dt = tok.rows_layout(max_length, 0, False, True, dtype)
+    lay = tok.rows_layout(max_length, 0, False, True, dtype)
+    normalize = check_bool("normalize", normalize)
     norm, xp = tok.normalizer, tok.xp
     n, nb = batch.n, int(batch.data.shape[0])
-    rows, mapping = tok.new_rows(n, max_length, dt)
+    rows, mapping = tok.new_rows(n, lay.max_length, lay.dtype)
     x = xp.empty((n, feats.n_features), dtype=np.float32)
     txt = xp.empty((3, n), dtype=np.int64)
     if n:
-        K.launch(tok.target, PREPROCESS, n, *norm.args(batch, tok.special_bytes),
-                 xp.empty(norm.expand * nb, dtype=np.uint8), norm.expand, xp.empty((N_TOK_ROWS, nb), dtype=np.int32), txt,
-                 *tok.wordpiece_args(), rows, mapping, content, True,
+        K.launch(tok.target, PREPROCESS, n, *norm.stage_args(batch, tok.special_bytes, txt),
+                 *tok.wordpiece_args(), rows, mapping, lay.content, True,
                  *feats.kernel_args(tok.device, nb, x, normalize))
     raise_bad_rows(K.to_host(txt[STATUS], tok.target))
     return Encoding(rows[0], rows[1], rows[2], mapping), x

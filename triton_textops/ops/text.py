@@ -29,6 +29,7 @@ import numpy as np
 
 from triton_textops.errors import InputError
 from triton_textops.ops import kernels as K
+from triton_textops.ops.args import allocate
 from triton_textops.ops.xp import get_xp, target_of
 
 try:
@@ -38,13 +39,26 @@ except ImportError:  # pragma: no cover - numba without its CUDA target: GPU ent
 
 WORD, SPACE, PUNCT = 0, 1, 2  # pre-tokenizer classes of a normalized code point
 NOT_SPECIAL, ABSORBED = -1, -2  # PreTokens.special: no raw special token / covered by one, not its first
-# rows of PreTokens.tok (int32, one column per token slot); HASH: 32-bit FNV-1a of the token's bytes
+# rows of PreTokens.tok (TOK_DTYPE, one column per token slot); HASH: 32-bit FNV-1a of the token's bytes
 START, END, NCHARS, KIND, SPECIAL, HASH = range(6)
 N_TOK_ROWS = 6
 TEXT_LEN, NTOK, STATUS = range(3)  # rows of PreTokens.txt (int64, one column per text)
+# PreTokens.status of a text: why it has no tokens (0: fine). Each is an InputError naming the row.
+OK, BAD_UTF8, SIZE_BOUND, BAD_SPAN, BAD_PRETOKENS, TOO_LONG = range(6)
 AMAP = 0x110000  # the normalization table's ASCII part starts here: normalized byte | class << 8, 0: removed
+# the packed per-code-point entry of the table (int32, see Normalizer): output length | class | pool offset + 1 |
+# combining rank (canonical combining class as an order-preserving rank; 0: a starter, or a removed character
+# that ends a combining run; RANK_TRANSPARENT: a removed character that does not)
+LEN_MASK, CLASS_SHIFT, POOL_SHIFT, RANK_SHIFT = 15, 4, 6, 26
+POOL_MASK, RANK_MASK = (1 << (RANK_SHIFT - POOL_SHIFT)) - 1, 31
+RANK_TRANSPARENT = 31
 FULL = 1 << 62  # pretok_text's ``limit`` when every token is needed
-MAX_BATCH_BYTES = 1 << 29  # token positions are int32: 512 MiB of text per call at most
+# token rows are int32 (24 bytes of scratch per input byte). A token's start/end is its position in its own
+# text's normalized region, stored as an unsigned 32-bit value (:func:`pos_at`): a batch has no size limit
+# (absolute int32 positions overflowed past ~716 MB) and a text may normalize to MAX_TEXT_POS bytes (~1.4 GB
+# of input; a longer one is refused, status TOO_LONG)
+TOK_DTYPE = np.int32
+MAX_TEXT_POS = 0xFFFFFFFF
 
 
 # --------------------------------------------------------------------------------------------- input
@@ -52,11 +66,33 @@ MAX_BATCH_BYTES = 1 << 29  # token positions are int32: 512 MiB of text per call
 
 @dataclass
 class TextBatch:
-    """Raw UTF-8 bytes of ``n`` texts: ``data`` (uint8) and ``offsets`` (int64, n+1), on one device."""
+    """Raw UTF-8 bytes of ``n`` texts: ``data`` (uint8, 1-D) and ``offsets`` (int64, n+1), on one device.
+
+    Text ``i`` is ``data[offsets[i]:offsets[i+1]]``. Its structure (arrays, dtypes, dims, one device) is
+    checked when a batch is made; the offsets' values are checked by the stage-(a) kernel for each text as
+    it reads it (non-decreasing, inside ``data``), at no extra copy: a bad span is an :class:`InputError`
+    naming the row, never an access outside the arrays."""
 
     data: Any
     offsets: Any
     xp: ModuleType
+
+    def __post_init__(self) -> None:
+        data, offsets = self.data, self.offsets
+        on_host = self.xp is np
+        for name, a in (("data", data), ("offsets", offsets)):
+            if not hasattr(a, "dtype") or not hasattr(a, "ndim") or isinstance(a, np.ndarray) != on_host:
+                where = "NumPy arrays" if on_host else "arrays of the batch's device"
+                raise InputError(f"TextBatch.{name} must be one of {where}, got {type(a).__name__}")
+        if data.dtype != np.uint8 or data.ndim != 1:
+            raise InputError(f"TextBatch.data must be a 1-D uint8 array, got {data.ndim}-D {data.dtype}")
+        if offsets.ndim != 1 or offsets.shape[0] < 1 or offsets.dtype.kind not in "iu":
+            raise InputError(f"TextBatch.offsets must be a 1-D integer array of n+1 entries, got "
+                             f"{offsets.ndim}-D {offsets.dtype} of shape {tuple(offsets.shape)}")
+        if offsets.dtype != np.int64 or not offsets.flags.c_contiguous:
+            self.offsets = self.xp.ascontiguousarray(offsets, dtype=np.int64)  # (uint64 >= 2**63: negative, refused)
+        if not data.flags.c_contiguous:
+            self.data = self.xp.ascontiguousarray(data)
 
     @property
     def n(self) -> int:
@@ -65,29 +101,37 @@ class TextBatch:
     @classmethod
     def from_texts(cls, texts: Any, xp: ModuleType = np, target: str | None = None) -> TextBatch:
         """Build a batch from a list of str/bytes, a NumPy object array of bytes (shape [n] or [n, 1]),
-        or a ``(data uint8, offsets int n+1)`` pair already on the device. Bytes and offsets go to the
-        device as ONE host-to-device copy. UTF-8 is checked by the stage-(a) kernel, which names the row.
-        ``target`` ("cpu" / "cuda") defaults to the one of ``xp`` (in the CUDA simulator both are NumPy).
-        """
+        a ``(data uint8, offsets int n+1)`` pair of arrays, or a :class:`TextBatch`, for the kernels of
+        ``target`` ("cpu" / "cuda"; default: that of ``xp``; in the CUDA simulator both are NumPy). Host
+        bytes go to the device as ONE copy. UTF-8 and the offsets' values are checked by the stage-(a) kernel,
+        which names the row."""
         target = target or ("cpu" if xp is np else "cuda")
         if isinstance(texts, TextBatch):
-            return texts
-        if isinstance(texts, tuple) and len(texts) == 2:
-            data, offsets = xp.asarray(texts[0]), xp.asarray(texts[1])
-            if data.dtype != np.uint8 or data.ndim != 1:
-                raise InputError("the byte buffer must be a 1-D uint8 array")
-            if offsets.ndim != 1 or offsets.shape[0] < 1 or offsets.dtype.kind not in "iu":
-                raise InputError("offsets must be a 1-D integer array of n+1 entries")
-            offsets = offsets.astype(np.int64)
-            # checked once on the host: the kernels trust offsets for their bounds
-            host = offsets if isinstance(offsets, np.ndarray) else offsets.get()
-            if host[0] != 0 or host[-1] != data.shape[0] or bool((np.diff(host) < 0).any()):
-                raise InputError("offsets must start at 0, be non-decreasing and end at len(data)")
-            if K.SIMULATOR:
-                data, offsets = data.copy(), offsets.copy()  # the simulator writes kernel arguments back
-            return cls(_read_only(data) if target == "cpu" else data, offsets, xp)
+            return cls._placed(texts.data, texts.offsets, xp, target)
+        if _is_buffer_pair(texts):
+            data, offsets = texts
+            if isinstance(data, np.ndarray) != isinstance(offsets, np.ndarray):
+                raise InputError("the byte buffer and its offsets must be on the same device")
+            return cls._placed(data, offsets, xp, target)
         data_h, offsets_h = pack_host(texts)
         return cls.upload(data_h, offsets_h, xp, target)
+
+    @classmethod
+    def _placed(cls, data: Any, offsets: Any, xp: ModuleType, target: str) -> TextBatch:
+        """A caller's buffer and offsets, checked (:meth:`__post_init__`) and on ``target``'s device as the
+        kernels take them: read-only NumPy on the CPU, writable copies in the simulator (it writes kernel
+        arguments back), device arrays on a GPU (host ones uploaded as one copy)."""
+        on_host = isinstance(data, np.ndarray)
+        batch = cls(data, offsets, np if on_host else xp)
+        if target == "cpu":
+            if not on_host:
+                return cls(_read_only(batch.data.get()), batch.offsets.get(), np)
+            return cls(_read_only(batch.data), batch.offsets, np)
+        if K.SIMULATOR:
+            return cls(batch.data.copy(), batch.offsets.copy(), xp)
+        if on_host and xp is not np:
+            return cls.upload(batch.data, batch.offsets, xp, target)
+        return batch
 
     @classmethod
     def upload(cls, data: np.ndarray, offsets: np.ndarray, xp: ModuleType, target: str = "cpu") -> TextBatch:
@@ -100,6 +144,12 @@ class TextBatch:
         buf[head:] = data
         dev = K.to_device(buf, "cuda", xp)
         return cls(dev[head:], dev[:head].view(np.int64), xp)
+
+
+def _is_buffer_pair(texts: Any) -> bool:
+    """``(data, offsets)`` as two arrays (NumPy or device arrays), not a tuple of two texts."""
+    return (isinstance(texts, tuple) and len(texts) == 2
+            and all(isinstance(a, np.ndarray) or hasattr(a, "__cuda_array_interface__") for a in texts))
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -136,7 +186,7 @@ def pack_host(texts: Any) -> tuple[np.ndarray, np.ndarray]:
             raw = one.encode("utf-8") if type(one) is str else one
         except UnicodeEncodeError:
             raw = None  # the general path names the row
-        if raw is not None and len(raw) <= MAX_BATCH_BYTES:
+        if raw is not None:
             return np.frombuffer(raw, dtype=np.uint8), np.array([0, len(raw)], dtype=np.int64)
     rows = _as_row_list(texts)
     try:
@@ -157,8 +207,6 @@ def pack_host(texts: Any) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.zeros(len(enc) + 1, dtype=np.int64)
     if enc:
         np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=offsets[1:])
-    if offsets[-1] > MAX_BATCH_BYTES:
-        raise InputError(f"a batch of {int(offsets[-1])} bytes exceeds the {MAX_BATCH_BYTES} bytes one call takes")
     return np.frombuffer(b"".join(enc) if raw is None else raw, dtype=np.uint8), offsets
 
 
@@ -268,15 +316,22 @@ def fail_text(txt, t, status):
 
 @K.device(inline=True)
 def as_int32(h):
-    """A 32-bit hash as the int32 a token row stores."""
+    """A value in ``0 .. 2**32 - 1`` (a hash, a position) as the int32 a token row stores."""
     return h - 0x100000000 if h >= 0x80000000 else h
+
+
+@K.device(inline=True)
+def pos_at(tok, row, k):
+    """Token ``k``'s START or END (``row``): its position in its text's normalized region, which the int32 row
+    stores as an unsigned 32-bit value."""
+    return int(tok[row, k]) & 0xFFFFFFFF
 
 
 @K.device(inline=True)
 def open_token(tok, k, o, kind, mark):
     """Start token ``k`` at normalized position ``o``: ``kind`` 0 word / 1 punctuation, ``mark`` its special
     token (or NOT_SPECIAL / ABSORBED)."""
-    tok[START, k] = o
+    tok[START, k] = as_int32(o)
     tok[KIND, k] = kind
     tok[SPECIAL, k] = mark
 
@@ -284,14 +339,68 @@ def open_token(tok, k, o, kind, mark):
 @K.device(inline=True)
 def close_token(tok, k, o, n, h):
     """End token ``k`` at normalized position ``o``: ``n`` characters, FNV-1a hash ``h``."""
-    tok[END, k] = o
+    tok[END, k] = as_int32(o)
     tok[NCHARS, k] = n
     tok[HASH, k] = as_int32(h)
 
 
 @K.device
+def settle_run(out, lo, hi, h, rmin, rmax, info, tok, k, k_cap):
+    """Sort the combining run ``out[lo:hi]`` (marks of ranks ``rmin .. rmax``) stably by rank, as NFD's
+    canonical ordering does, and return the FNV-1a hash of the sorted bytes continued from ``h`` (the
+    token's hash before the run), or -1 when the scratch is too small.
+
+    Linear in the run (one pass per rank present, at most 30), never quadratic: the run's bytes are first
+    copied to the free token columns ``k .. k_cap - 1`` of ``tok`` (6 entries per column). A text has
+    one token column per input byte and each token took at least one input byte, none of the run's but the
+    first, so at least (the run's input bytes - 1) columns are free; the run's bytes are at most ``expand``
+    (3) times its input bytes, and a run to sort has two marks of two bytes or more. Checked anyway: a run
+    that does not fit fails the text, it never overruns.
+    """
+    ln = hi - lo
+    if ln > N_TOK_ROWS * (k_cap - k):
+        return -1
+    for j in range(ln):
+        tok[j % N_TOK_ROWS, k + j // N_TOK_ROWS] = out[lo + j]
+    w = lo
+    for r in range(rmin, rmax + 1):
+        j = 0
+        while j < ln:
+            b0 = int(tok[j % N_TOK_ROWS, k + j // N_TOK_ROWS])
+            n = 1
+            cp = b0
+            if b0 >= 0xF0:
+                n = 4
+                cp = b0 & 0x07
+            elif b0 >= 0xE0:
+                n = 3
+                cp = b0 & 0x0F
+            elif b0 >= 0xC0:
+                n = 2
+                cp = b0 & 0x1F
+            for q in range(1, n):
+                cp = (cp << 6) | (int(tok[(j + q) % N_TOK_ROWS, k + (j + q) // N_TOK_ROWS]) & 0x3F)
+            if (int(info[cp]) >> RANK_SHIFT) & RANK_MASK == r:
+                for q in range(n):
+                    c = int(tok[(j + q) % N_TOK_ROWS, k + (j + q) // N_TOK_ROWS])
+                    out[w] = c
+                    h = ((h ^ c) * 0x01000193) & 0xFFFFFFFF
+                    w += 1
+            j += n
+    return h
+
+
+@K.device
 def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, limit):
     """Stage (a) for text ``t``: UTF-8 check, normalization, pre-tokens, raw special tokens.
+
+    The text's span ``offs[t] .. offs[t+1]`` is checked first (non-decreasing, inside ``data`` and the
+    scratch regions; else status BAD_SPAN), so offsets from a caller never lead to an access outside the
+    arrays. Token positions are relative to the text's normalized region (:func:`pos_at`).
+
+    Combining marks that survive the uncased normalization are put in canonical order, as HF's NFD does: a
+    mark of a lower combining rank than the run before it marks the run unsorted, and the run is sorted
+    (:func:`settle_run`) when it ends (a starter, a removed character that ends runs, or the end of the text).
 
     ``limit``: stop before the token that would be the ``limit + 1``-th one not absorbed by a raw special
     token (each such token gives at least one WordPiece piece, so rows of ``limit`` pieces need no more);
@@ -299,10 +408,17 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
     most ``limit`` of them (callers that need every token pass ``FULL``)."""
     i = offs[t]
     stop = offs[t + 1]
-    o = offs[t] * expand
-    o_cap = offs[t + 1] * expand
-    k = offs[t]  # tokens of text t live at [offs[t], offs[t] + txt[NTOK, t])
-    k_cap = offs[t + 1]
+    if i < 0 or stop < i or stop > data.shape[0] or stop > tok.shape[1] or stop * expand > out.shape[0]:
+        fail_text(txt, t, BAD_SPAN)
+        return
+    if (stop - i) * expand > MAX_TEXT_POS:
+        fail_text(txt, t, TOO_LONG)
+        return
+    base = i * expand  # the text's normalized region starts here; tokens store positions relative to it
+    o = base
+    o_cap = stop * expand
+    k = i  # tokens of text t live at [offs[t], offs[t] + txt[NTOK, t])
+    k_cap = stop
     cur = -1  # the word token being read, its characters so far and the FNV-1a hash of its bytes so far
     cur_n = 0
     th = 0
@@ -310,6 +426,11 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
     sp_idx = -1  # its index while its first token is still to come
     used = 0  # tokens started that a raw special token does not absorb
     early = False  # stopped at ``limit``
+    run = 0  # rank of the current combining run's last mark (0: no run); the run is out[run_lo:o]
+    run_lo = 0
+    run_h = 0  # the token's hash before the run
+    run_min = 0
+    unsorted = False  # a mark followed a mark of a higher rank: the run is sorted when it ends
     while i < stop:
         b = int(data[i])
         if n_sp > 0 and i >= sp_end and sp_first[b] != 0:
@@ -320,18 +441,26 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
         if b < 0x80 and i >= sp_end:  # ASCII outside a raw special token: one table entry, no token marks
             a = int(info[AMAP + b])  # normalized byte | class << 8 (0: removed)
             i += 1
+            if a == 0:  # removed before NFD (a control character): combining runs go on across it
+                continue
+            if run != 0:  # an ASCII character is a starter: it ends the combining run
+                if unsorted:
+                    th = settle_run(out, run_lo, o, run_h, run_min, run, info, tok, k, k_cap)
+                    if th < 0:
+                        fail_text(txt, t, SIZE_BOUND)
+                        return
+                    unsorted = False
+                run = 0
             if a >> 8 == WORD:
-                if a == 0:
-                    continue
                 if cur < 0:  # a word starts here
                     if used >= limit:
                         early = True
                         break
                     used += 1
                     if k >= k_cap:  # cannot happen with the measured bounds; never overrun
-                        fail_text(txt, t, 2)
+                        fail_text(txt, t, SIZE_BOUND)
                         return
-                    open_token(tok, k, o, 0, NOT_SPECIAL)
+                    open_token(tok, k, o - base, 0, NOT_SPECIAL)
                     cur = k
                     cur_n = 0
                     th = 0x811C9DC5
@@ -339,7 +468,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 while True:  # the hot loop: this byte and the word's next ASCII bytes
                     if a != 0:
                         if o >= o_cap:
-                            fail_text(txt, t, 2)
+                            fail_text(txt, t, SIZE_BOUND)
                             return
                         out[o] = a & 0xFF
                         th = ((th ^ (a & 0xFF)) * 0x01000193) & 0xFFFFFFFF
@@ -357,10 +486,10 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 continue
             # a space or a punctuation character: it ends the word; punctuation is a token of its own
             if o >= o_cap or k >= k_cap:
-                fail_text(txt, t, 2)
+                fail_text(txt, t, SIZE_BOUND)
                 return
             if cur >= 0:
-                close_token(tok, cur, o, cur_n, th)
+                close_token(tok, cur, o - base, cur_n, th)
                 cur = -1
             if a >> 8 == PUNCT:
                 if used >= limit:
@@ -371,8 +500,8 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
             out[o] = ob
             o += 1
             if a >> 8 == PUNCT:
-                open_token(tok, k, o - 1, 1, NOT_SPECIAL)
-                close_token(tok, k, o, 1, ((0x811C9DC5 ^ ob) * 0x01000193) & 0xFFFFFFFF)
+                open_token(tok, k, o - 1 - base, 1, NOT_SPECIAL)
+                close_token(tok, k, o - base, 1, ((0x811C9DC5 ^ ob) * 0x01000193) & 0xFFFFFFFF)
                 k += 1
             continue
         mark = NOT_SPECIAL
@@ -388,17 +517,29 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
             src = -2
             ob = a & 0xFF
             cls = a >> 8
+            rank = 0
         else:
             cp, ln = utf8_at(data, i, stop)
             if cp < 0:
-                fail_text(txt, t, 1)
+                fail_text(txt, t, BAD_UTF8)
                 return
             inf = int(info[cp])
             ob = 0
-            nb = inf & 0xFF
-            src = (inf >> 10) - 1  # replacement bytes in pool, or -1: the character is kept as it is
-            cls = (inf >> 8) & 3
+            nb = inf & LEN_MASK
+            src = ((inf >> POOL_SHIFT) & POOL_MASK) - 1  # replacement bytes in pool, or -1: kept as it is
+            cls = (inf >> CLASS_SHIFT) & 3
+            rank = (inf >> RANK_SHIFT) & RANK_MASK
             i += ln
+            if nb == 0:  # removed: some characters end a combining run (rank 0), the others do not
+                if rank == 0 and run != 0:
+                    if unsorted:
+                        th = settle_run(out, run_lo, o, run_h, run_min, run, info, tok, k, k_cap)
+                        if th < 0:
+                            fail_text(txt, t, SIZE_BOUND)
+                            return
+                        unsorted = False
+                    run = 0
+                continue
         # the normalized characters of this input character: its own bytes, one ASCII byte, or the pool's
         p = 0
         while p < nb:
@@ -407,12 +548,22 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 c_len = 1
             elif src >= 0:
                 c_cp, c_len = utf8_at(pool, src + p, src + nb)
-                cls = (int(info[c_cp]) >> 8) & 3
+                c_inf = int(info[c_cp])
+                cls = (c_inf >> CLASS_SHIFT) & 3
+                rank = (c_inf >> RANK_SHIFT) & RANK_MASK
             if o + c_len > o_cap or k >= k_cap:  # cannot happen with the measured bounds; never overrun
-                fail_text(txt, t, 2)
+                fail_text(txt, t, SIZE_BOUND)
                 return
+            if rank == 0 and run != 0:  # a starter ends the combining run
+                if unsorted:
+                    th = settle_run(out, run_lo, o, run_h, run_min, run, info, tok, k, k_cap)
+                    if th < 0:
+                        fail_text(txt, t, SIZE_BOUND)
+                        return
+                    unsorted = False
+                run = 0
             if cls != WORD and cur >= 0:  # a space or a punctuation character ends the word
-                close_token(tok, cur, o, cur_n, th)
+                close_token(tok, cur, o - base, cur_n, th)
                 cur = -1
             if cls == PUNCT or (cls == WORD and cur < 0):  # a token starts here
                 if mark != ABSORBED:
@@ -420,7 +571,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                         early = True
                         break
                     used += 1
-                open_token(tok, k, o, 1 if cls == PUNCT else 0, mark)
+                open_token(tok, k, o - base, 1 if cls == PUNCT else 0, mark)
                 th = 0x811C9DC5
                 if cls != PUNCT:
                     cur = k
@@ -429,6 +580,18 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 if mark >= 0:  # the special token's first token is placed: the rest are absorbed
                     sp_idx = -1
                     mark = ABSORBED
+            if rank != 0:  # a combining mark (a word character: checked with the tables)
+                if run == 0:
+                    run_lo = o
+                    run_h = th
+                    run_min = rank
+                    run = rank
+                elif rank < run:
+                    unsorted = True
+                    if rank < run_min:
+                        run_min = rank
+                else:
+                    run = rank
             cur_n += 1
             for j in range(c_len):
                 if src == -2:
@@ -440,19 +603,24 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 out[o + j] = c
                 th = ((th ^ c) * 0x01000193) & 0xFFFFFFFF
             if cls == PUNCT:
-                close_token(tok, k - 1, o + c_len, 1, th)
+                close_token(tok, k - 1, o + c_len - base, 1, th)
             o += c_len
             p += c_len
         if early:
             break
     if early and not utf8_valid(data, i, stop):  # what the tokens did not need must still be UTF-8
-        fail_text(txt, t, 1)
+        fail_text(txt, t, BAD_UTF8)
         return
+    if unsorted:
+        th = settle_run(out, run_lo, o, run_h, run_min, run, info, tok, k, k_cap)
+        if th < 0:
+            fail_text(txt, t, SIZE_BOUND)
+            return
     if cur >= 0:
-        close_token(tok, cur, o, cur_n, th)
-    txt[TEXT_LEN, t] = o - offs[t] * expand
+        close_token(tok, cur, o - base, cur_n, th)
+    txt[TEXT_LEN, t] = o - base
     txt[NTOK, t] = k - offs[t]
-    txt[STATUS, t] = 0
+    txt[STATUS, t] = OK
 
 
 def _pretok_cpu(share, shares, n, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt):
@@ -470,18 +638,22 @@ PRETOKENIZE = (K.cpu(_pretok_cpu), K.gpu(_pretok_gpu))
 
 def _utf8_rows_cpu(share, shares, n, data, offs, bad):
     for t in range(share, n, shares):
-        bad[t] = 0 if utf8_valid(data, offs[t], offs[t + 1]) else 1
+        lo = offs[t]
+        hi = offs[t + 1]
+        bad[t] = 0 if 0 <= lo <= hi <= data.shape[0] and utf8_valid(data, lo, hi) else 1
 
 
 UTF8_ROWS = K.cpu(_utf8_rows_cpu)
 
 
 def invalid_utf8_rows(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Sorted indices of the host rows ``data[offsets[i]:offsets[i+1]]`` that are not strict UTF-8 (the
-    stage-(a) kernel's check, for callers that reject bad rows before batching)."""
+    """Sorted indices of the host rows ``data[offsets[i]:offsets[i+1]]`` that are not strict UTF-8, or not a
+    span inside ``data`` (the stage-(a) kernel's checks, for callers that reject bad rows before batching)."""
     n = offsets.shape[0] - 1
     bad = np.zeros(n, dtype=np.uint8)
-    if n and data.shape[0] and int(data.max()) >= 0x80:  # all-ASCII bytes are valid UTF-8: no launch
+    nb = data.shape[0]
+    spans_ok = offsets[0] == 0 and offsets[-1] == nb and (n == 1 or bool((np.diff(offsets) >= 0).all()))
+    if n and (not spans_ok or (nb and int(data.max()) >= 0x80)):  # all-ASCII bytes are valid UTF-8: no launch
         K.COUNTS["launch"] += 1
         K.run_cpu(UTF8_ROWS, n, _read_only(data), offsets.astype(np.int64, copy=False), bad)
     return bad.nonzero()[0].astype(np.int64)
@@ -501,12 +673,16 @@ def _host_tables() -> dict[str, np.ndarray]:
 class PreTokens:
     """Normalized text and its BERT pre-tokens for ``n`` texts (arrays of ``xp``, on the batch's device).
 
-    Text ``t`` owns the normalized bytes ``data[expand * offs[t] : expand * offs[t] + text_len[t]]`` and the tokens
-    ``offs[t] .. offs[t] + ntok[t] - 1`` (``offs``: the input offsets; regions are sized by the bounds in
-    the module docstring). Per token (``tok``, int32 rows) and per text (``txt``, int64 rows): A token's ``start``/``end`` index ``data``; ``kind`` is 1 for a one-character
-    punctuation token, 0 for a word; ``special`` is the index of the raw special token whose first token
-    it is, ``-2`` for the other tokens such a match covers, ``-1`` otherwise. ``status`` is 0 for a valid
-    text, 1 for invalid UTF-8."""
+    Text ``t`` owns the normalized bytes ``data[base : base + text_len[t]]`` with ``base = expand * offs[t]``
+    and the tokens ``offs[t] .. offs[t] + ntok[t] - 1`` (``offs``: the input offsets; regions are sized by the
+    bounds in the module docstring). Per token (``tok``, int32 rows) and per text (``txt``, int64 rows): a
+    token's ``start``/``end`` are positions in its text's region (add ``base``); ``kind`` is 1 for a
+    one-character punctuation token, 0 for a word; ``special`` is the index of the raw special token whose
+    first token it is, ``-2`` for the other tokens such a match covers, ``-1`` otherwise. ``status`` is OK (0)
+    for a valid text, else why it has no tokens (BAD_UTF8, TOO_LONG, ...).
+
+    The structure is checked when made; kernels that take pre-tokens check each text's span and tokens
+    (:func:`pretokens_ok`) before they read them, so a caller's pre-tokens never lead outside the arrays."""
 
     xp: ModuleType
     target: str
@@ -518,8 +694,27 @@ class PreTokens:
     txt: Any
     lowercase: bool = True
 
-    start = property(lambda self: self.tok[START])
-    end = property(lambda self: self.tok[END])
+    def __post_init__(self) -> None:
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                raise InputError(f"PreTokens: {what}")
+
+        arrays = {"data": self.data, "offs": self.offs, "tok": self.tok, "txt": self.txt}
+        for name, a in arrays.items():
+            need(hasattr(a, "dtype") and hasattr(a, "shape") and isinstance(a, np.ndarray) == (self.xp is np)
+                 and a.flags.c_contiguous, f"{name} must be a C-contiguous array of the pre-tokens' device")
+        need(type(self.n) is int and self.n >= 0, "n must be an int >= 0")
+        need(type(self.expand) is int and 1 <= self.expand <= 255, "expand must be an int in 1..255")
+        need(self.data.dtype == np.uint8 and self.data.ndim == 1, "data must be 1-D uint8")
+        need(self.offs.dtype == np.int64 and self.offs.shape == (self.n + 1,), "offs must be int64 of n+1 entries")
+        need(self.tok.dtype == TOK_DTYPE and self.tok.ndim == 2 and self.tok.shape[0] == N_TOK_ROWS,
+             f"tok must be int32 of shape ({N_TOK_ROWS}, bytes)")
+        need(self.txt.dtype == np.int64 and self.txt.shape == (3, self.n), "txt must be int64 of shape (3, n)")
+        need(self.target == "cuda" or (self.target == "cpu" and self.xp is np),
+             "target must be 'cpu' (NumPy arrays) or 'cuda'")
+
+    start = property(lambda self: self.tok[START].view(np.uint32))
+    end = property(lambda self: self.tok[END].view(np.uint32))
     nchars = property(lambda self: self.tok[NCHARS])
     kind = property(lambda self: self.tok[KIND])
     special = property(lambda self: self.tok[SPECIAL])
@@ -528,9 +723,8 @@ class PreTokens:
     status = property(lambda self: self.txt[STATUS])
 
     def check(self) -> None:
-        """Raise :class:`InputError` naming the first invalid row (copies the status to the host once)."""
-        st = K.to_host(self.status, self.target)
-        raise_bad_rows(st)
+        """Raise :class:`InputError` naming the first bad row (copies the status to the host once)."""
+        raise_bad_rows(K.to_host(self.status, self.target))
 
     def token_index(self) -> np.ndarray:
         """Host indices of every token in use, text by text (the regions' used parts, in order)."""
@@ -541,29 +735,66 @@ class PreTokens:
 
     def word_bytes(self) -> list[bytes]:
         """Normalized bytes of every word token (not punctuation), text by text: what fitting counts."""
+        offs = K.to_host(self.offs, self.target)[:-1]
+        cnt = K.to_host(self.ntok, self.target)
         idx = self.token_index()
+        base = np.repeat(offs * self.expand, cnt)
         kind = K.to_host(self.kind, self.target)[idx]
-        keep = idx[kind == 0]
+        keep = kind == 0
         raw = K.to_host(self.data, self.target).tobytes()
-        start, end = K.to_host(self.start, self.target), K.to_host(self.end, self.target)
-        return [raw[s:e] for s, e in zip(start[keep].tolist(), end[keep].tolist())]
+        start = K.to_host(self.start, self.target)[idx][keep] + base[keep]
+        end = K.to_host(self.end, self.target)[idx][keep] + base[keep]
+        return [raw[s:e] for s, e in zip(start.tolist(), end.tolist())]
 
     def tokens(self, t: int) -> list[bytes]:
         """Normalized bytes of text ``t``'s tokens (a host-side aid for tests and debugging)."""
         h = {f: K.to_host(getattr(self, f), self.target) for f in ("data", "offs", "ntok", "start", "end")}
         lo = int(h["offs"][t])
-        return [h["data"][h["start"][k] : h["end"][k]].tobytes() for k in range(lo, lo + int(h["ntok"][t]))]
+        base = lo * self.expand
+        return [h["data"][base + h["start"][k] : base + h["end"][k]].tobytes() for k in range(lo, lo + int(h["ntok"][t]))]
+
+
+@K.device
+def pretokens_ok(t, data, expand, offs, tok, txt):
+    """Whether text ``t`` of pre-tokens a caller may have made (or changed) can be read safely: its span is
+    inside the arrays and every token inside its region. If not, the text gets status BAD_PRETOKENS and no
+    tokens, so the kernels skip it and the caller gets an InputError naming the row."""
+    lo = offs[t]
+    hi = offs[t + 1]
+    ok = 0 <= lo <= hi <= tok.shape[1] and hi * expand <= data.shape[0]
+    if ok:
+        nt = txt[NTOK, t]
+        size = (hi - lo) * expand
+        ok = 0 <= nt <= hi - lo and size <= MAX_TEXT_POS
+        if ok:
+            for k in range(lo, lo + nt):
+                if pos_at(tok, START, k) > pos_at(tok, END, k) or pos_at(tok, END, k) > size:
+                    ok = False
+                    break
+    if not ok:  # (a status already set, such as the span check's BAD_SPAN, is kept: it says more)
+        fail_text(txt, t, BAD_PRETOKENS if txt[STATUS, t] == OK else txt[STATUS, t])
+    return ok
+
+
+STATUS_TEXT = {
+    BAD_UTF8: "text is not valid UTF-8",
+    SIZE_BOUND: "internal size bound exceeded",
+    BAD_SPAN: "its offsets are not a non-decreasing span inside the byte buffer",
+    BAD_PRETOKENS: "its pre-tokens are not consistent (a span or token outside the text's region)",
+    TOO_LONG: f"text too long: it would normalize to more than the {MAX_TEXT_POS} bytes a text's 32-bit token "
+              "positions address (about 1.4 GB of input)",
+}
 
 
 def raise_bad_rows(status: np.ndarray) -> None:
-    """Raise :class:`InputError` for the rows whose stage-(a) status is not 0."""
+    """Raise :class:`InputError` for the rows whose stage-(a) status is not OK."""
     if not np.count_nonzero(status):  # (a quarter of the time of status.any() for a batch of one)
         return
     bad = status.nonzero()[0]
-    if bad.shape[0]:
-        r = int(bad[0])
-        why = "text is not valid UTF-8" if status[r] == 1 else "internal size bound exceeded"
-        raise InputError(f"row {r}: {why}", rows=bad.astype(np.int64))
+    r = int(bad[0])
+    code = int(status[r])
+    why = STATUS_TEXT.get(code, f"unknown stage-(a) status {code}")
+    raise InputError(f"row {r}: {why}", rows=bad.astype(np.int64))
 
 
 class Normalizer:
@@ -581,10 +812,11 @@ class Normalizer:
         pool = t[f"{key}_pool"]
         cls = t["pretok_class"].astype(np.int64)
         self.expand = _expansion(out_len)
-        # one int32 per code point: output length | pre-tokenizer class << 8 | (pool offset + 1) << 10
-        info = out_len | (cls << 8) | ((out_off + 1) << 10)
-        if info.max() >= 1 << 31:
-            raise RuntimeError("unicode tables: pool offsets too large for the packed table")
+        if out_len.max() > LEN_MASK or out_off.max() + 1 > POOL_MASK:
+            raise RuntimeError("unicode tables: output lengths or pool offsets too large for the packed table")
+        # one int32 per code point: output length | pre-tokenizer class | pool offset + 1 | combining rank
+        info = (out_len | (cls << CLASS_SHIFT) | ((out_off + 1) << POOL_SHIFT)
+                | (_combining_ranks(t[f"{key}_ccc"], out_len) << RANK_SHIFT))
         amap = np.zeros(128, dtype=np.int32)  # ASCII: normalized byte | its class << 8; 0: removed
         for b in range(128):
             if out_len[b] == 1:
@@ -606,21 +838,53 @@ class Normalizer:
         """Stage (a) of a batch in one kernel launch; ``specials`` are raw strings matched before
         normalization (HF's added special tokens such as ``[CLS]``). Never raises for bad rows:
         ``PreTokens.status`` says which rows are not UTF-8 (:meth:`PreTokens.check`)."""
-        xp, target = self.xp, self.target
+        if not isinstance(batch, TextBatch):
+            raise InputError(f"batch must be a TextBatch (TextBatch.from_texts), got {type(batch).__name__}")
+        batch = TextBatch.from_texts(batch, self.xp, self.target)
         n = batch.n
-        nb = int(batch.data.shape[0])
-        out = xp.empty(self.expand * nb, dtype=np.uint8)
-        tok = xp.empty((N_TOK_ROWS, nb), dtype=np.int32)
-        txt = xp.empty((3, n), dtype=np.int64)
+        args = self.stage_args(batch, specials, self.xp.empty((3, n), dtype=np.int64))
         if n:
-            K.launch(target, PRETOKENIZE, n, *self.args(batch, specials), out, self.expand, tok, txt)
-        return PreTokens(xp=xp, target=target, n=n, data=out, expand=self.expand, offs=batch.offsets,
+            K.launch(self.target, PRETOKENIZE, n, *args)
+        out, _, tok, txt = args[-4:]
+        return PreTokens(xp=self.xp, target=self.target, n=n, data=out, expand=self.expand, offs=batch.offsets,
                          tok=tok, txt=txt, lowercase=self.lowercase)
+
+    def stage_args(self, batch: TextBatch, specials: list[bytes] | None, txt: Any) -> tuple:
+        """Every argument of stage (a) in a kernel (:func:`pretok_text`'s after ``t``): :meth:`args`, then
+        its outputs, new: the normalized bytes, ``expand``, the token rows, and ``txt`` (an InputError when the
+        scratch cannot be had)."""
+        nb = int(batch.data.shape[0])
+        out = allocate(self.xp, (self.expand * nb,), np.uint8, f"a batch of {nb} bytes: its normalized text",
+                       filled=False)
+        return (*self.args(batch, specials), out, self.expand, token_scratch(self.xp, nb), txt)
 
     def args(self, batch: TextBatch, specials: list[bytes] | None) -> tuple:
         """The stage-(a) kernel's inputs: text, tables, raw special tokens."""
         sp = _special_tables(tuple(specials or ()), self.target, self.device)
         return (batch.data, batch.offsets, self.tables["info"], self.tables["pool"], *sp, len(specials or ()))
+
+
+def _combining_ranks(ccc: np.ndarray, out_len: np.ndarray) -> np.ndarray:
+    """Per code point, the order-preserving rank (1, 2, ...) of its canonical combining class as the oracle's
+    NFD sees it, 0 for a starter; for a removed code point (no output), 0 when it ends a combining run and
+    RANK_TRANSPARENT when it does not (the tables' ``*_ccc``: 0 / 255 there). Ranks, not classes, so that the
+    packed entry holds them in 5 bits."""
+    ccc = ccc.astype(np.int64)
+    kept = out_len > 0
+    values = np.unique(ccc[kept & (ccc > 0)])
+    if values.shape[0] >= RANK_TRANSPARENT or not np.isin(ccc[~kept], (0, 255)).all():
+        raise RuntimeError("unicode tables: combining classes do not fit the packed table")
+    rank = np.zeros(ccc.shape[0], dtype=np.int64)
+    rank[kept] = np.searchsorted(values, ccc[kept]) + (ccc[kept] > 0)
+    rank[~kept & (ccc == 255)] = RANK_TRANSPARENT
+    return rank
+
+
+def token_scratch(xp: ModuleType, n_bytes: int) -> Any:
+    """The token rows of stage (a) for a batch of ``n_bytes`` input bytes (one column per byte, at most one
+    token per byte); an InputError when that cannot be had."""
+    return allocate(xp, (N_TOK_ROWS, n_bytes), TOK_DTYPE, f"a batch of {n_bytes} bytes: its token scratch",
+                    filled=False)
 
 
 def _expansion(out_len: np.ndarray) -> int:
@@ -632,7 +896,10 @@ def _expansion(out_len: np.ndarray) -> int:
 
 @functools.lru_cache(maxsize=32)
 def _special_tables(specials: tuple[bytes, ...], target: str, device: str) -> tuple[Any, Any, Any]:
-    """(first-byte flags [256], concatenated bytes, offsets) of the raw special strings, on the device."""
+    """(first-byte flags [256], concatenated bytes, offsets) of the raw special strings, on the device
+    (checked once per set of specials: this is cached)."""
+    if not all(isinstance(s, bytes) and s for s in specials):
+        raise InputError("specials must be non-empty bytes strings (raw special tokens such as b'[CLS]')")
     first = np.zeros(256, dtype=np.uint8)
     for s in specials:
         first[s[0]] = 1

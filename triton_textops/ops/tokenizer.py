@@ -13,14 +13,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from triton_textops.errors import InputError
 from triton_textops.ops import kernels as K
+from triton_textops.ops.args import allocate, check_bool, check_ids_dtype, check_int
 from triton_textops.ops.hashtable import ByteTable
-from triton_textops.ops.text import N_TOK_ROWS, STATUS, Normalizer, PreTokens, TextBatch, raise_bad_rows
+from triton_textops.ops.text import STATUS, Normalizer, PreTokens, TextBatch, raise_bad_rows
 from triton_textops.ops.wordpiece import (
     COUNT_PIECES,
     ENCODE_FUSED,
@@ -36,7 +37,43 @@ from triton_textops.ops.xp import get_xp, resolve_device, target_of
 
 SPECIAL_TOKENS = ("[UNK]", "[SEP]", "[CLS]", "[PAD]", "[MASK]")  # HF registers those present in the vocab
 REQUIRED_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[PAD]")
-__all__ = ["MAX_INPUT_CHARS_PER_WORD", "BertTokenizer", "Encoding"]
+MAX_ROW_LENGTH = (1 << 31) - 1  # tokens per row (max_length)
+# what Rust's str::trim_end strips (char::is_whitespace: the Unicode White_Space property); Python's
+# str.rstrip() strips U+001C..U+001F too
+WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+              "\u2028\u2029\u202f\u205f\u3000"
+__all__ = ["MAX_INPUT_CHARS_PER_WORD", "BertTokenizer", "Encoding", "read_vocab"]
+
+
+def read_vocab(path: str | os.PathLike) -> list[str]:
+    """The tokens of a WordPiece ``vocab.txt`` (id = line number), read exactly as HF's
+    ``WordPiece::read_file`` does: lines end at ``\\n`` only (a lone ``\\r`` inside a line is part of it), and
+    each line loses its trailing Unicode White_Space (Rust's ``trim_end``), nothing else."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"vocabulary file not found: {path}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"vocabulary {path} is not valid UTF-8: {e}") from None
+    lines = text.split("\n")
+    if lines[-1] == "":  # the newline that ends the last line (or an empty file)
+        lines.pop()
+    return [ln.rstrip(WHITE_SPACE) for ln in lines]
+
+
+class Layout(NamedTuple):
+    """A checked packing request: tokens per row, pieces per row (``content``) and between window starts
+    (``step``), overflow windows or not, [CLS]/[SEP] or not, and the ids' NumPy type."""
+
+    max_length: int
+    content: int
+    step: int
+    overflow: bool
+    specials: bool
+    dtype: Any
 
 
 @dataclass
@@ -60,6 +97,10 @@ class BertTokenizer:
             raise ValueError(f"backend must be 'native' or 'cudf', got {backend!r}")
         if backend == "cudf" and device == "cpu":
             raise ValueError("backend='cudf' runs on the GPU: use device='cuda'")
+        if isinstance(vocab, (str, bytes)) or not all(isinstance(t, str) for t in vocab):
+            raise ValueError("vocab must be a sequence of str (the tokens, id = position); "
+                             "BertTokenizer.from_vocab reads a vocab.txt")
+        lowercase = check_bool("lowercase", lowercase)
         self.device = resolve_device(device)
         self.target = target_of(self.device)
         self.xp: ModuleType = get_xp(self.device)
@@ -93,20 +134,11 @@ class BertTokenizer:
     def from_vocab(
         cls, path: str | os.PathLike, *, lowercase: bool = True, device: str = "cpu", backend: str = "native"
     ) -> BertTokenizer:
-        """Load a WordPiece ``vocab.txt`` (one token per line, id = line number).
+        """Load a WordPiece ``vocab.txt`` (one token per line, id = line number; :func:`read_vocab`).
 
         ``backend="cudf"`` takes the word pieces from cuDF >= 25.10 (GPU only; see
         :mod:`triton_textops.ops.cudf_backend` for how it differs from HF); packing stays ours."""
-        try:
-            with open(path, encoding="utf-8") as f:
-                lines = f.read().split("\n")
-        except FileNotFoundError:
-            raise FileNotFoundError(f"vocabulary file not found: {path}") from None
-        except UnicodeDecodeError as e:
-            raise ValueError(f"vocabulary {path} is not valid UTF-8: {e}") from None
-        if lines and lines[-1] == "":
-            lines.pop()
-        return cls([ln.rstrip() for ln in lines], lowercase=lowercase, device=device, backend=backend)
+        return cls(read_vocab(path), lowercase=lowercase, device=device, backend=backend)
 
     # ----------------------------------------------------------------------------------- stages
 
@@ -129,8 +161,19 @@ class BertTokenizer:
         raise_bad_rows(np.where(host < 0, -1 - host, 0))
         return host
 
+    def _own(self, pre: Any) -> PreTokens:
+        """``pre`` checked to be pre-tokens of this tokenizer's device and casing."""
+        if not isinstance(pre, PreTokens):
+            raise InputError(f"pre must be PreTokens (from pretokenize), got {type(pre).__name__}")
+        if pre.target != self.target:
+            raise InputError(f"pre-tokens on {pre.target!r} cannot feed a tokenizer on {self.target!r}")
+        if pre.lowercase != self.lowercase:
+            raise InputError("pre-tokens were normalized with another casing than this tokenizer's (lowercase)")
+        return pre
+
     def wordpiece(self, pre: PreTokens) -> tuple[Any, Any]:
         """Stage (b): pre-tokens → (piece ids int64, per-text piece offsets (n+1))."""
+        pre = self._own(pre)
         counts = self._counts(pre)
         offs = np.zeros(pre.n + 1, dtype=np.int64)
         np.cumsum(counts, out=offs[1:])
@@ -140,26 +183,32 @@ class BertTokenizer:
             K.launch(self.target, WRITE_PIECES, pre.n, *pre_args(pre), *self.wordpiece_args(), pieces, d_offs)
         return pieces.reshape(-1), d_offs
 
-    def rows_layout(self, max_length: int, stride: int, overflow: bool, add_special_tokens: bool, dtype: str) -> tuple[int, Any]:
-        """(pieces per row, NumPy dtype) of a packing request, or :class:`InputError` for a bad one."""
-        n_special = 2 if add_special_tokens else 0
+    def rows_layout(self, max_length: Any, stride: Any, overflow: Any, add_special_tokens: Any,
+                    dtype: Any) -> Layout:
+        """The :class:`Layout` of a packing request, or :class:`InputError` naming the parameter that is wrong
+        (types included: ``max_length=2.5`` or ``dtype="float32"`` never reach a kernel)."""
+        max_length = check_int("max_length", max_length, 1, MAX_ROW_LENGTH)
+        stride = check_int("stride", stride, 0)
+        overflow = check_bool("return_overflowing_tokens", overflow)
+        specials = check_bool("add_special_tokens", add_special_tokens)
+        n_special = 2 if specials else 0
+        dt = check_ids_dtype(dtype)
         content = max_length - n_special
         if content < 1:
             raise InputError(f"max_length={max_length} leaves no room for content ({n_special} special tokens)")
-        if stride < 0:
-            raise InputError(f"stride must be >= 0, got {stride}")
         if overflow and stride >= content:
             raise InputError(
                 f"stride={stride} must be smaller than the content length per window "
                 f"(max_length - special tokens = {content})"
             )
-        if dtype not in ("int64", "int32"):
-            raise InputError(f"dtype must be 'int64' or 'int32', got {dtype!r}")
-        return content, np.int64 if dtype == "int64" else np.int32
+        return Layout(max_length, content, content - stride, overflow, specials, dt.type)
 
     def new_rows(self, nrows: int, max_length: int, dt: Any) -> tuple[Any, Any]:
-        """One buffer for ids, mask and token types (``rows[0..2]``) and the row->text mapping."""
-        return self.xp.empty((3, nrows, max_length), dtype=dt), self.xp.empty(nrows, dtype=dt)
+        """One buffer for ids, mask and token types (``rows[0..2]``) and the row->text mapping; an
+        :class:`InputError` naming max_length when they cannot be had."""
+        rows = allocate(self.xp, (3, nrows, max_length), dt, f"max_length={max_length}: {nrows} rows of ids, mask and "
+                        "token types")
+        return rows, self.xp.empty(nrows, dtype=dt)
 
     def pack(
         self,
@@ -173,18 +222,22 @@ class BertTokenizer:
         dtype: str = "int64",
     ) -> Encoding:
         """Stage (c): BERT packing of each text's pieces into fixed-length rows (HF semantics)."""
-        content, dt = self.rows_layout(max_length, stride, return_overflowing_tokens, add_special_tokens, dtype)
-        offs_h = np.asarray(K.to_host(piece_offsets, self.target), dtype=np.int64)
+        lay = self.rows_layout(max_length, stride, return_overflowing_tokens, add_special_tokens, dtype)
+        for name, a in (("pieces", pieces), ("piece_offsets", piece_offsets)):
+            if getattr(getattr(a, "dtype", None), "kind", "") not in "iu" or not hasattr(a, "shape"):
+                raise InputError(f"{name} must be an integer array")
+        offs_h = np.asarray(K.to_host(piece_offsets, self.target)).astype(np.int64)
+        n_pieces = int(np.prod(pieces.shape))
+        if offs_h.ndim != 1 or offs_h.shape[0] < 1 or offs_h[0] != 0 or offs_h[-1] > n_pieces \
+                or (np.diff(offs_h) < 0).any():
+            raise InputError("piece_offsets must be 1-D, start at 0, be non-decreasing and end within the pieces")
         n = offs_h.shape[0] - 1
-        n_pieces = int(np.asarray(pieces.shape).prod())
-        if offs_h.ndim != 1 or n < 0 or offs_h[0] != 0 or offs_h[-1] > n_pieces or (np.diff(offs_h) < 0).any():
-            raise InputError("piece offsets must start at 0, be non-decreasing and end within the pieces")
-        plan = window_plan(np.diff(offs_h), content, content - stride, return_overflowing_tokens)
-        rows, mapping = self.new_rows(int(plan[-1]), max_length, dt)
+        plan = window_plan(np.diff(offs_h), lay.content, lay.step, lay.overflow)
+        rows, mapping = self.new_rows(int(plan[-1]), lay.max_length, lay.dtype)
         if n:
             K.launch(self.target, PACK_PIECES, n, self.xp.asarray(pieces).reshape(-1).astype(np.int64, copy=False),
                      K.to_device(offs_h, self.target, self.xp), self._vocab, rows, mapping,
-                     K.to_device(plan, self.target, self.xp), content, content - stride, add_special_tokens)
+                     K.to_device(plan, self.target, self.xp), lay.content, lay.step, lay.specials)
         return Encoding(rows[0], rows[1], rows[2], mapping)
 
     # ------------------------------------------------------------------------------------ public
@@ -201,14 +254,14 @@ class BertTokenizer:
     ) -> Encoding:
         """Tokenize a batch. ``texts``: list of str/bytes, NumPy object array of bytes ([n] or [n, 1]),
         a :class:`TextBatch`, or a ``(uint8 buffer, offsets)`` pair on the device."""
+        lay = self.rows_layout(max_length, stride, return_overflowing_tokens, add_special_tokens, dtype)
         if self.backend == "cudf":
             pieces, offsets = self._cudf(TextBatch.from_texts(texts, self.xp, self.target))
             return self.pack(pieces, offsets, max_length=max_length, stride=stride,
                              return_overflowing_tokens=return_overflowing_tokens,
                              add_special_tokens=add_special_tokens, dtype=dtype)
-        if not return_overflowing_tokens:
-            return self._encode_fused(TextBatch.from_texts(texts, self.xp, self.target), max_length,
-                                      add_special_tokens, dtype)
+        if not lay.overflow:
+            return self._encode_fused(TextBatch.from_texts(texts, self.xp, self.target), lay)
         return self.encode_pretokens(self.pretokenize(texts), max_length=max_length, stride=stride,
                                      return_overflowing_tokens=return_overflowing_tokens,
                                      add_special_tokens=add_special_tokens, dtype=dtype)
@@ -227,40 +280,42 @@ class BertTokenizer:
         """Stages (b)+(c) on stage (a)'s output: WordPiece written straight into the rows. Fixed-length
         rows: one launch; with overflow windows: a counting launch, one copy of the counts, one launch.
         ``check=False`` leaves the UTF-8 status of ``pre`` to the caller (:meth:`PreTokens.check`)."""
-        content, dt = self.rows_layout(max_length, stride, return_overflowing_tokens, add_special_tokens, dtype)
+        lay = self.rows_layout(max_length, stride, return_overflowing_tokens, add_special_tokens, dtype)
+        pre = self._own(pre)
+        check = check_bool("check", check)
         n = pre.n
-        if return_overflowing_tokens:
-            plan = window_plan(self._counts(pre), content, content - stride, True)  # raises for bad rows
-            rows, mapping = self.new_rows(int(plan[-1]), max_length, dt)
+        if lay.overflow:
+            plan = window_plan(self._counts(pre), lay.content, lay.step, True)  # raises for bad rows
+            rows, mapping = self.new_rows(int(plan[-1]), lay.max_length, lay.dtype)
             if n:
                 K.launch(self.target, ENCODE_WINDOWS, n, *pre_args(pre), *self.wordpiece_args(), rows, mapping,
-                         K.to_device(plan, self.target, self.xp), content, content - stride, add_special_tokens)
+                         K.to_device(plan, self.target, self.xp), lay.content, lay.step, lay.specials)
             return Encoding(rows[0], rows[1], rows[2], mapping)
-        rows, mapping = self.new_rows(n, max_length, dt)
+        rows, mapping = self.new_rows(n, lay.max_length, lay.dtype)
         if n:
-            K.launch(self.target, ENCODE_ROWS, n, *pre_args(pre), *self.wordpiece_args(), rows, mapping, content,
-                     add_special_tokens)
+            K.launch(self.target, ENCODE_ROWS, n, *pre_args(pre), *self.wordpiece_args(), rows, mapping, lay.content,
+                     lay.specials)
         if check:
             pre.check()
         return Encoding(rows[0], rows[1], rows[2], mapping)
 
-    def _encode_fused(self, batch: TextBatch, max_length: int, add_special_tokens: bool, dtype: str) -> Encoding:
+    def _encode_fused(self, batch: TextBatch, lay: Layout) -> Encoding:
         """Fixed-length rows in ONE launch: stage (a) into scratch arrays, then WordPiece and packing of the
         same text by the same thread (the tokenize model's and ``encode``'s usual case)."""
-        content, dt = self.rows_layout(max_length, 0, False, add_special_tokens, dtype)
         norm, xp = self.normalizer, self.xp
-        n, nb = batch.n, int(batch.data.shape[0])
-        rows, mapping = self.new_rows(n, max_length, dt)
+        n = batch.n
+        rows, mapping = self.new_rows(n, lay.max_length, lay.dtype)
         txt = xp.empty((3, n), dtype=np.int64)
         if n:
-            K.launch(self.target, ENCODE_FUSED, n, *norm.args(batch, self.special_bytes),
-                     xp.empty(norm.expand * nb, dtype=np.uint8), norm.expand, xp.empty((N_TOK_ROWS, nb), dtype=np.int32),
-                     txt, *self.wordpiece_args(), rows, mapping, content, add_special_tokens)
+            K.launch(self.target, ENCODE_FUSED, n, *norm.stage_args(batch, self.special_bytes, txt),
+                     *self.wordpiece_args(), rows, mapping, lay.content, lay.specials)
         raise_bad_rows(K.to_host(txt[STATUS], self.target))
         return Encoding(rows[0], rows[1], rows[2], mapping)
 
     def tokenize(self, text: str) -> list[str]:
         """Word pieces of one text as strings (debugging aid)."""
+        if not isinstance(text, str):
+            raise InputError(f"text must be a str, got {type(text).__name__}")
         inv = {v: k for k, v in self.vocab.items()}
         pieces, _ = self.wordpiece(self.pretokenize([text]))
         return [inv[int(i)] for i in K.to_host(pieces, self.target)]

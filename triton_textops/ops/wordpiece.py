@@ -19,7 +19,19 @@ import numpy as np
 
 from triton_textops.ops import kernels as K
 from triton_textops.ops.hashtable import find_bytes
-from triton_textops.ops.text import END, HASH, NCHARS, NTOK, SPECIAL, START, STATUS, PreTokens, pretok_text
+from triton_textops.ops.text import (
+    END,
+    HASH,
+    NCHARS,
+    NTOK,
+    SPECIAL,
+    START,
+    STATUS,
+    PreTokens,
+    pos_at,
+    pretok_text,
+    pretokens_ok,
+)
 
 try:
     from numba import cuda
@@ -85,16 +97,18 @@ def wp_split(data, s, e, slots, pool, mask, max_probe, max_len, unk, out, row0, 
 
 
 @K.device
-def wp_text(t, data, offs, tok, txt, vocab, slots, pool, out, row0, off, content, step, nwin, stop):
+def wp_text(t, data, expand, offs, tok, txt, vocab, slots, pool, out, row0, off, content, step, nwin, stop):
     """Pieces of text ``t`` (special ids, [UNK] for long words, WordPiece) written through :func:`put`,
     until ``stop`` pieces; returns how many there are (capped by ``stop``). ``vocab``: (mask, max_probe,
-    max_len, unk, cls, sep, pad, then the special tokens' ids)."""
+    max_len, unk, cls, sep, pad, then the special tokens' ids); token positions are relative to the text's
+    region of ``data``, which starts at ``expand * offs[t]``."""
     mask = vocab[0]
     max_probe = vocab[1]
     max_len = vocab[2]
     unk = vocab[3]
     pos = 0
     k0 = offs[t]
+    base = k0 * expand if txt[NTOK, t] > 0 else 0  # (a text with tokens has a checked span: no overflow)
     for k in range(k0, k0 + txt[NTOK, t]):
         if pos >= stop:
             break
@@ -108,8 +122,8 @@ def wp_text(t, data, offs, tok, txt, vocab, slots, pool, out, row0, off, content
             put(out, row0, off, content, step, nwin, pos, unk)
             pos += 1
         else:  # most words are one vocabulary piece: one lookup settles them
-            s = tok[START, k]
-            e = tok[END, k]
+            s = base + pos_at(tok, START, k)
+            e = base + pos_at(tok, END, k)
             wid = -1
             if e - s <= max_len:  # stage (a) hashed the token's bytes as it wrote them
                 wid = find_bytes(int(tok[HASH, k]) & 0xFFFFFFFF, data, s, e - s, 0, slots, pool, mask, max_probe)
@@ -150,22 +164,24 @@ def frame_rows(t, n, rows, mapping, row0, nwin, content, step, specials, vocab):
 
 
 @K.device
-def encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, row0, nwin, content, step, specials):
+def encode_text(t, data, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, row0, nwin, content, step, specials):
     """Stages (b)+(c) of text ``t``: its pieces straight into its ``nwin`` rows from ``row0``, framed."""
     off = 1 if specials else 0
     stop = content if nwin == 1 else 1 << 62  # one row: the pieces past it are never needed
-    m = wp_text(t, data, offs, tok, txt, vocab, slots, pool, rows, row0, off, content, step, nwin, stop)
+    m = wp_text(t, data, expand, offs, tok, txt, vocab, slots, pool, rows, row0, off, content, step, nwin, stop)
     frame_rows(t, m, rows, mapping, row0, nwin, content, step, specials, vocab)
 
 
-def _rows_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, content, specials):
+def _rows_cpu(share, shares, n, data, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, content, specials):
     for t in range(share, n, shares):
-        encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
+        pretokens_ok(t, data, expand, offs, tok, txt)
+        encode_text(t, data, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
 
 
-def _rows_gpu(n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, content, specials):
+def _rows_gpu(n, data, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, content, specials):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
+        pretokens_ok(t, data, expand, offs, tok, txt)
+        encode_text(t, data, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
 
 
 ENCODE_ROWS = (K.cpu(_rows_cpu), K.gpu(_rows_gpu))
@@ -175,58 +191,65 @@ def _fused_cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp
                vocab, slots, pool, rows, mapping, content, specials):
     for t in range(share, n, shares):
         pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, content)
-        encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
+        encode_text(t, out, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
 
 
 def _fused_gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
                vocab, slots, pool, rows, mapping, content, specials):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, content)
-        encode_text(t, out, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
+        encode_text(t, out, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
 
 
 ENCODE_FUSED = (K.cpu(_fused_cpu), K.gpu(_fused_gpu))  # stages (a)+(b)+(c), fixed-length rows: one launch
 
 
-def _count_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, dummy, counts):
+def _count_cpu(share, shares, n, data, expand, offs, tok, txt, vocab, slots, pool, dummy, counts):
     for t in range(share, n, shares):
-        m = wp_text(t, data, offs, tok, txt, vocab, slots, pool, dummy, 0, 0, 0, 1, 0, 1 << 62)
+        pretokens_ok(t, data, expand, offs, tok, txt)
+        m = wp_text(t, data, expand, offs, tok, txt, vocab, slots, pool, dummy, 0, 0, 0, 1, 0, 1 << 62)
         counts[t] = m if txt[STATUS, t] == 0 else -1 - txt[STATUS, t]
 
 
-def _count_gpu(n, data, offs, tok, txt, vocab, slots, pool, dummy, counts):
+def _count_gpu(n, data, expand, offs, tok, txt, vocab, slots, pool, dummy, counts):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        m = wp_text(t, data, offs, tok, txt, vocab, slots, pool, dummy, 0, 0, 0, 1, 0, 1 << 62)
+        pretokens_ok(t, data, expand, offs, tok, txt)
+        m = wp_text(t, data, expand, offs, tok, txt, vocab, slots, pool, dummy, 0, 0, 0, 1, 0, 1 << 62)
         counts[t] = m if txt[STATUS, t] == 0 else -1 - txt[STATUS, t]
 
 
 COUNT_PIECES = (K.cpu(_count_cpu), K.gpu(_count_gpu))
 
 
-def _windows_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan, content, step, specials):
+def _windows_cpu(share, shares, n, data, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, plan, content, step,
+                 specials):
     for t in range(share, n, shares):
-        encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan[t], plan[t + 1] - plan[t],
+        pretokens_ok(t, data, expand, offs, tok, txt)
+        encode_text(t, data, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, plan[t], plan[t + 1] - plan[t],
                     content, step, specials)
 
 
-def _windows_gpu(n, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan, content, step, specials):
+def _windows_gpu(n, data, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, plan, content, step, specials):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        encode_text(t, data, offs, tok, txt, vocab, slots, pool, rows, mapping, plan[t], plan[t + 1] - plan[t],
+        pretokens_ok(t, data, expand, offs, tok, txt)
+        encode_text(t, data, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, plan[t], plan[t + 1] - plan[t],
                     content, step, specials)
 
 
 ENCODE_WINDOWS = (K.cpu(_windows_cpu), K.gpu(_windows_gpu))
 
 
-def _pieces_cpu(share, shares, n, data, offs, tok, txt, vocab, slots, pool, pieces, piece_off):
+def _pieces_cpu(share, shares, n, data, expand, offs, tok, txt, vocab, slots, pool, pieces, piece_off):
     for t in range(share, n, shares):
-        wp_text(t, data, offs, tok, txt, vocab, slots, pool, pieces, 0, piece_off[t],
+        pretokens_ok(t, data, expand, offs, tok, txt)
+        wp_text(t, data, expand, offs, tok, txt, vocab, slots, pool, pieces, 0, piece_off[t],
                 piece_off[t + 1] - piece_off[t], 1 << 62, 1, 1 << 62)
 
 
-def _pieces_gpu(n, data, offs, tok, txt, vocab, slots, pool, pieces, piece_off):
+def _pieces_gpu(n, data, expand, offs, tok, txt, vocab, slots, pool, pieces, piece_off):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        wp_text(t, data, offs, tok, txt, vocab, slots, pool, pieces, 0, piece_off[t],
+        pretokens_ok(t, data, expand, offs, tok, txt)
+        wp_text(t, data, expand, offs, tok, txt, vocab, slots, pool, pieces, 0, piece_off[t],
                 piece_off[t + 1] - piece_off[t], 1 << 62, 1, 1 << 62)
 
 
@@ -264,7 +287,7 @@ PACK_PIECES = (K.cpu(_pack_cpu), K.gpu(_pack_gpu))
 
 def pre_args(pre: PreTokens) -> tuple:
     """The stage-(a) arrays the WordPiece kernels read."""
-    return (pre.data, pre.offs, pre.tok, pre.txt)
+    return (pre.data, pre.expand, pre.offs, pre.tok, pre.txt)
 
 
 def window_plan(counts: np.ndarray, content: int, step: int, overflow: bool) -> np.ndarray:
