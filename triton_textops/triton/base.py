@@ -22,6 +22,9 @@ from triton_textops.triton import io
 from triton_textops.triton.params import Param, parse_parameters
 
 DEFAULT_MAX_LENGTH = 128  # tokens, when neither the max_length parameter nor the config's dims say
+# one compute call (one launch) takes requests of at most this much text together (a larger request alone):
+# the kernels' scratch is ~45 bytes of address space per input byte, so any batch the config allows is served
+LAUNCH_BYTES = 1 << 28
 
 
 @dataclass(frozen=True)
@@ -378,15 +381,31 @@ class TextOpsModel:
                     items.append((i, self.read(request)))
                 except Exception as e:  # a bad request never fails the others
                     responses[i] = io.error_response(pb, e)
-            if items:
+            for group in self._launch_groups(items):
                 try:
-                    outs = self.compute([item for _, item in items])
-                    for (i, _), out in zip(items, outs):
+                    outs = self.compute([item for _, item in group])
+                    for (i, _), out in zip(group, outs):
                         responses[i] = self._respond(requests[i], out)
                 except Exception as e:
-                    for i, _ in items:
+                    for i, _ in group:
                         responses[i] = io.error_response(pb, e)
         return responses
+
+    def _launch_groups(self, items: list[tuple[int, Any]]) -> list[list[tuple[int, Any]]]:
+        """The valid requests in groups of at most LAUNCH_BYTES of text (one group for models without text,
+        and in the usual case)."""
+        if "text" not in self.INPUTS:
+            return [items] if items else []
+        groups: list[list[tuple[int, Any]]] = []
+        size = 0
+        for entry in items:
+            nbytes = int(entry[1][0].shape[0])
+            if not groups or size + nbytes > LAUNCH_BYTES:
+                groups.append([])
+                size = 0
+            groups[-1].append(entry)
+            size += nbytes
+        return groups
 
     def _respond(self, request: Any, out: dict[str, Any]) -> Any:
         wanted = request.requested_output_names() or set(self.outputs.values())
