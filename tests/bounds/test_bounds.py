@@ -13,6 +13,8 @@ from textcases import ADVERSARIAL, SENTENCES
 from triton_textops import BertTokenizer, InputError, ReadabilityFeatures
 from triton_textops.bundled import austen_paragraphs, vocab_path
 from triton_textops.ops.features import same_bytes
+from triton_textops.ops.preprocess import preprocess
+from triton_textops.ops.text import PreTokens
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -90,3 +92,47 @@ def test_large_and_degenerate_inputs(tok, feats):
     assert enc.overflow_to_sample_mapping[-1] == 1
     assert feats.transform([big, "", " "]).shape == (3, feats.n_features)
     assert tok.encode([]).input_ids.shape == (0, 128)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(min_size=0, max_size=40), st.lists(st.integers(-50, 60) | st.sampled_from([2**62, -(2**63)]),
+                                                   min_size=1, max_size=6))
+def test_fuzz_caller_offsets(tok, feats, data, offsets):
+    """Offsets a caller builds (any values, in any order) into every entry point: an InputError for a bad
+    span, never an index outside the arrays (which raises IndexError here)."""
+    buf, offs = np.frombuffer(data, np.uint8).copy(), np.array(offsets, dtype=np.int64)
+    for call in (lambda: tok.encode((buf, offs), max_length=8),
+                 lambda: tok.encode((buf, offs), max_length=8, stride=2, return_overflowing_tokens=True),
+                 lambda: feats.transform((buf, offs)),
+                 lambda: preprocess(tok, feats, (buf, offs), max_length=8)):
+        try:
+            call()
+        except InputError:
+            pass
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 5), st.integers(0, 200), st.integers(-(2**31), 2**31 - 1))
+def test_fuzz_forged_pretokens(tok, feats, row, col, value):
+    """Pre-tokens with one entry of the token or text rows changed to any value: refused or read safely."""
+    pre = tok.pretokenize(["Mr. Darcy said: caf\u00e9 x\u302e\u1b44!", "", "[CLS] one two three"])
+    tk, tx = pre.tok.copy(), pre.txt.copy()
+    if row < 6:
+        tk[row, col % tk.shape[1]] = value
+    else:
+        tx[col % 3, col % pre.n] = value
+    bad = PreTokens(pre.xp, pre.target, pre.n, pre.data.copy(), pre.expand, pre.offs.copy(), tk, tx)
+    for call in (lambda: tok.encode_pretokens(bad, max_length=8),
+                 lambda: tok.encode_pretokens(bad, max_length=8, stride=1, return_overflowing_tokens=True),
+                 lambda: tok.wordpiece(bad), lambda: feats.transform_pretokens(bad)):
+        try:
+            call()
+        except InputError:
+            pass
+
+
+def test_long_runs_of_marks(tok, feats):
+    """Runs of combining marks sorted through the token scratch, at every length up to a few hundred."""
+    texts = ["x" + "\u302e\u1b44" * k + ("y" if k % 2 else "") for k in range(0, 300, 7)]
+    tok.encode(texts, max_length=16)
+    feats.transform(texts)

@@ -157,3 +157,47 @@ def test_preprocess_launch_budget(pair, features, austen):
     pre = gpu.pretokenize(texts)
     np.testing.assert_array_equal(features.transform_pretokens(pre), x_c)
     assert Normalizer.get(True, "cuda").target == "cuda"
+
+
+MARKS = ["\u302e", "\u302f", "\u1b44", "\ua953", "\U0001d165", "\U0001d16d", "\U0001d16e", "\u0c3c", "\u08d4",
+         "\u0301", "\u034f", "\x01"]
+
+
+def test_combining_marks_reorder_alike_on_the_gpu(pair, features):
+    """Canonical ordering of kept marks (the run sorted through the token scratch when it ends): the GPU
+    kernels give the CPU's tokens, ids and features, runs long enough to need the scratch included."""
+    texts = ["x" + a + b + c for a in MARKS for b in MARKS[:6] for c in ("", "\u1b44", " y")]
+    texts += ["x" + "\u302e\u1b44" * 40 + "y \U0001d15f\u1b44", "\u302e\u1b44 a\u0301\u302e\u1b44!"]
+    cpu, gpu = pair
+    pc, pg = cpu.pretokenize(texts), gpu.pretokenize(texts)
+    for t in range(len(texts)):
+        assert pc.tokens(t) == pg.tokens(t)
+    assert_same(cpu.encode(texts, max_length=12), gpu.encode(texts, max_length=12))
+    a, b = features.transform(texts, device="cpu"), features.transform(texts, device="cuda")
+    np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+@pytest.mark.parametrize("offsets", [[0, -1_000_000, 11], [0, 11, 3], [0, 5, 5_000_000], [0, 2**62, 11]])
+def test_bad_offsets_name_the_row_on_the_gpu(pair, features, offsets):
+    cpu, gpu = pair
+    data = np.frombuffer(b"hello world", np.uint8).copy()
+    offs = np.array(offsets, dtype=np.int64)
+    for call in (lambda tk: tk.encode((data, offs), max_length=8),
+                 lambda tk: tk.encode((data, offs), max_length=8, stride=2, return_overflowing_tokens=True),
+                 lambda tk: preprocess(tk, features, (data, offs), max_length=8)):
+        rows = []
+        for tk in pair:
+            with pytest.raises(InputError, match="its offsets are not") as e:
+                call(tk)
+            rows.append(list(e.value.rows))
+        assert rows[0] == rows[1]
+
+
+def test_forged_pretokens_are_refused_on_the_gpu(pair, features):
+    _, gpu = pair
+    pre = gpu.pretokenize(["hello world", "second text"])
+    pre.tok[1, 0] = 10**6  # a token past its text's region
+    with pytest.raises(InputError, match="row 0: its pre-tokens are not consistent"):
+        gpu.encode_pretokens(pre, max_length=8)
+    with pytest.raises(InputError, match="row 0"):
+        features.transform_pretokens(pre)
