@@ -4,6 +4,8 @@ float that reached a kernel, a MemoryError, or a silent truncation of ``2.5`` to
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 from types import ModuleType
 from typing import Any
@@ -45,6 +47,7 @@ def check_ids_dtype(value: Any) -> np.dtype:
     return dt
 
 
+@functools.cache
 def _physical_memory() -> int | None:
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
@@ -57,11 +60,13 @@ def allocate(xp: ModuleType, shape: tuple[int, ...], dtype: Any, why: str, *, fi
     be had: an allocation the array module refuses or, for an array the kernels fill (``filled``), more than
     this machine's memory (NumPy would grant it, and the process would be killed as the kernels fill it).
     Scratch arrays of which the kernels touch only what a text needs pass ``filled=False``."""
-    size = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
-    phys = _physical_memory() if xp is np and filled else None
-    if phys is not None and size > phys:
-        raise InputError(f"{why}: {size / 2**30:.1f} GiB, more than this machine's {phys / 2**30:.1f} GiB of memory")
+    if filled and xp is np:
+        phys = _physical_memory()
+        size = math.prod(shape) * np.dtype(dtype).itemsize
+        if phys is not None and size > phys:
+            raise InputError(f"{why}: {size / 2**30:.1f} GiB, more than this machine's {phys / 2**30:.1f} GiB of memory")
     try:
         return xp.empty(shape, dtype=dtype)
     except (MemoryError, ValueError) as e:  # cupy's OutOfMemoryError is a MemoryError
+        size = math.prod(shape) * np.dtype(dtype).itemsize
         raise InputError(f"{why}: {size / 2**30:.1f} GiB cannot be allocated ({e})") from None

@@ -10,6 +10,7 @@ launches and still one copy (piece counts and status together).
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from types import ModuleType
@@ -43,6 +44,25 @@ MAX_ROW_LENGTH = (1 << 31) - 1  # tokens per row (max_length)
 WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
               "\u2028\u2029\u202f\u205f\u3000"
 __all__ = ["MAX_INPUT_CHARS_PER_WORD", "BertTokenizer", "Encoding", "read_vocab"]
+
+
+@functools.lru_cache(maxsize=64, typed=True)  # typed: 8.0 and True are not taken for 8 and 1
+def _layout(max_length: Any, stride: Any, overflow: Any, add_special_tokens: Any, dtype: Any) -> Layout:
+    max_length = check_int("max_length", max_length, 1, MAX_ROW_LENGTH)
+    stride = check_int("stride", stride, 0)
+    overflow = check_bool("return_overflowing_tokens", overflow)
+    specials = check_bool("add_special_tokens", add_special_tokens)
+    n_special = 2 if specials else 0
+    dt = check_ids_dtype(dtype)
+    content = max_length - n_special
+    if content < 1:
+        raise InputError(f"max_length={max_length} leaves no room for content ({n_special} special tokens)")
+    if overflow and stride >= content:
+        raise InputError(
+            f"stride={stride} must be smaller than the content length per window "
+            f"(max_length - special tokens = {content})"
+        )
+    return Layout(max_length, content, content - stride, overflow, specials, dt.type)
 
 
 def read_vocab(path: str | os.PathLike) -> list[str]:
@@ -187,21 +207,10 @@ class BertTokenizer:
                     dtype: Any) -> Layout:
         """The :class:`Layout` of a packing request, or :class:`InputError` naming the parameter that is wrong
         (types included: ``max_length=2.5`` or ``dtype="float32"`` never reach a kernel)."""
-        max_length = check_int("max_length", max_length, 1, MAX_ROW_LENGTH)
-        stride = check_int("stride", stride, 0)
-        overflow = check_bool("return_overflowing_tokens", overflow)
-        specials = check_bool("add_special_tokens", add_special_tokens)
-        n_special = 2 if specials else 0
-        dt = check_ids_dtype(dtype)
-        content = max_length - n_special
-        if content < 1:
-            raise InputError(f"max_length={max_length} leaves no room for content ({n_special} special tokens)")
-        if overflow and stride >= content:
-            raise InputError(
-                f"stride={stride} must be smaller than the content length per window "
-                f"(max_length - special tokens = {content})"
-            )
-        return Layout(max_length, content, content - stride, overflow, specials, dt.type)
+        try:  # the same request again (the usual case): checked once
+            return _layout(max_length, stride, overflow, add_special_tokens, dtype)
+        except TypeError:  # an unhashable argument: not cached, checked all the same
+            return _layout.__wrapped__(max_length, stride, overflow, add_special_tokens, dtype)
 
     def new_rows(self, nrows: int, max_length: int, dt: Any) -> tuple[Any, Any]:
         """One buffer for ids, mask and token types (``rows[0..2]``) and the row->text mapping; an
