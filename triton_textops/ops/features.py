@@ -86,6 +86,7 @@ TERMINATORS = (".", "!", "?", "\u2026")
 CLOSERS = ('"', "'", ")", "]", "\u201d", "\u2019", "\u00bb")
 ABBREVIATIONS = ("mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "vs", "mt", "capt", "col", "gen", "lt", "sgt", "rev")
 
+WIDE_TEXT = 1 << 24  # bytes from which a text's corpus-word counts are kept as int32 (a float32 count stops at 2**24)
 ProgressFn = Callable[[str, int, int], None]  # (phase, texts done so far, total)
 
 
@@ -222,13 +223,19 @@ def sentence_end(data, base, tok, k, k0, k_end, abbr, abbr_off, n_abbr):
 @K.device
 def features_text(t, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
                   is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
-    """The features of text ``t`` into row ``x[t]``: counts by one pass over its tokens (the corpus words' in
-    ``cnt[t]``, int32: a float32 counter would stop at 2**24), distinct words through a per-text hash set in
-    ``seen`` (the text's region of 4 slots per input byte, holding token numbers within the text). Each value
-    is the exact count, or ratio of counts, rounded once to float32."""
+    """The features of text ``t`` into row ``x[t]``: counts by one pass over its tokens, distinct words
+    through a per-text hash set in ``seen`` (the text's region of 4 slots per input byte, holding token
+    numbers within the text). Each value is the exact count, or ratio of counts, rounded once to float32:
+    the corpus words are counted in ``x[t]`` itself (float32 counts are exact below 2**24), or in ``cnt[t]``
+    (int32) for a text of WIDE_TEXT bytes or more, which could hold 2**24 words (``cnt`` has rows only when
+    the batch has such a text)."""
     width = x.shape[1]
+    wide = offs[t + 1] - offs[t] >= WIDE_TEXT and txt[STATUS, t] == 0
     for j in range(7, width):
-        cnt[t, j] = 0
+        if wide:
+            cnt[t, j] = 0
+        else:
+            x[t, j] = 0
     k0 = offs[t]
     k_end = k0 + txt[NTOK, t]
     if txt[STATUS, t] != 0:
@@ -277,7 +284,10 @@ def features_text(t, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
                 n_stop += 1
             c = col[w]
             if c >= 0:
-                cnt[t, 7 + c] += 1
+                if wide:
+                    cnt[t, 7 + c] += 1
+                else:
+                    x[t, 7 + c] += 1
         slot = (h ^ (h >> 15)) & (size - 1)
         while True:
             other = seen[set_base + slot]
@@ -301,8 +311,9 @@ def features_text(t, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
     if n_sent > 0:  # float64 quotients of the exact counts (as the spec), rounded once to float32
         x[t, 4] = n_words / n_sent
         x[t, 6] = n_stop / n_sent
-    for j in range(7, width):
-        x[t, j] = cnt[t, j]
+    if wide:
+        for j in range(7, width):
+            x[t, j] = cnt[t, j]
     if normalize:
         for j in range(width):
             x[t, j] = (x[t, j] - mean[j]) / std[j]
@@ -619,7 +630,7 @@ class ReadabilityFeatures:
         corpus words (one row per text), the output, mean/std."""
         t = self._device_tables(device)
         seen = allocate(t["xp"], (4 * n_bytes,), np.int32, f"a batch of {n_bytes} bytes: its word sets", filled=False)
-        cnt = t["xp"].empty(x.shape, dtype=np.int32)
+        cnt = t["xp"].empty(x.shape if n_bytes >= WIDE_TEXT else (1, 1), dtype=np.int32)
         return (t["slots"], t["pool"], t["mask"], t["max_probe"], t["is_stop"], t["col"], t["abbr"],
                 t["abbr_off"], t["n_abbr"], seen, cnt, x, t["mean"], t["std"], normalize)
 
