@@ -92,6 +92,18 @@ def test_every_offsets_path_checks_the_spans(tok, feats, offsets, row):
     assert row in invalid_utf8_rows(data, offs)
 
 
+def test_cudf_backend_checks_spans_and_utf8_on_the_host():
+    """The optional cuDF path reads the texts on the host (no cuDF here: its reader alone)."""
+    from triton_textops.ops.cudf_backend import _texts_on_host
+
+    data = np.frombuffer(b"hello world\xff", np.uint8)
+    assert _texts_on_host(TextBatch(data, np.array([0, 5, 11]), np)) == ["hello", " world"]
+    for offs, why in (([0, 11, 3], "row 1: its offsets"), ([0, 5, 12], "row 1: text is not valid UTF-8"),
+                      ([0, -1, 11], "row 0: its offsets")):
+        with pytest.raises(InputError, match=why):
+            _texts_on_host(TextBatch(data, np.array(offs), np))
+
+
 def test_good_spans_that_do_not_cover_the_buffer_work(tok):
     data = np.frombuffer(b"xx hello world yy", np.uint8)
     enc = tok.encode((data, np.array([3, 8, 8, 14])), max_length=6)  # "hello", "", " world"

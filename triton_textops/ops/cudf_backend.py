@@ -12,14 +12,29 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from triton_textops.errors import InputError
 from triton_textops.ops.text import TextBatch
 from triton_textops.ops.xp import to_numpy
 
 
 def _texts_on_host(batch: TextBatch) -> list[str]:
+    """The batch's texts as str on the host (cuDF takes a Series of them); a bad span or invalid UTF-8 is an
+    InputError naming the row, as our kernels' checks give."""
     data, offs = to_numpy(batch.data), to_numpy(batch.offsets)
     raw = data.tobytes()
-    return [raw[offs[i] : offs[i + 1]].decode("utf-8") for i in range(len(offs) - 1)]
+    out = []
+    for i in range(len(offs) - 1):
+        lo, hi = int(offs[i]), int(offs[i + 1])
+        if not 0 <= lo <= hi <= len(raw):
+            raise InputError(f"row {i}: its offsets are not a non-decreasing span inside the byte buffer",
+                             rows=np.array([i]))
+        try:
+            out.append(raw[lo:hi].decode("utf-8"))
+        except UnicodeDecodeError:
+            raise InputError(f"row {i}: text is not valid UTF-8", rows=np.array([i])) from None
+    return out
 
 
 class CudfWordPiece:

@@ -10,11 +10,16 @@ Sizes are known before the launch, so no count pass is needed: a text of ``b`` i
 most ``expand * b`` normalized bytes (``expand``, 3 for BERT uncased, is measured from the tables) and at
 most ``b`` tokens (no code point normalizes to more than one pre-token: a property of the shipped tables,
 checked by the test-suite; the kernel also checks both bounds as it writes and never overruns them). Each
-text writes into its own region of those sizes; ``text_len`` and ``ntok`` say how much it used.
+text writes into its own region of those sizes; ``text_len`` and ``ntok`` say how much it used. Token
+positions are relative to their text's region (32-bit each, so a batch has no size limit), and the kernel
+checks each text's span in the caller's offsets before it reads it (a bad one is an InputError naming the
+row, never an access outside the arrays).
 
 Normalization is a per-code-point table lookup. The tables are measured on the HuggingFace oracle by
 ``scripts/gen_unicode_tables.py`` and shipped as package data; they are never rebuilt from the running
-Python's ``unicodedata``.
+Python's ``unicodedata``. The one thing a per-code-point table cannot do, NFD's canonical ordering of the
+combining marks that survive uncased normalization (``x U+302E U+1B44`` -> ``x U+1B44 U+302E``), the kernel
+does from the measured combining classes: a run of marks is sorted once when it ends (:func:`settle_run`).
 """
 
 from __future__ import annotations
