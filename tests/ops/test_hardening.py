@@ -108,6 +108,9 @@ def test_good_spans_that_do_not_cover_the_buffer_work(tok):
     data = np.frombuffer(b"xx hello world yy", np.uint8)
     enc = tok.encode((data, np.array([3, 8, 8, 14])), max_length=6)  # "hello", "", " world"
     np.testing.assert_array_equal(enc.input_ids, hf_rows(["hello", "", " world"], 6))
+    np.testing.assert_array_equal(tok.encode((data, [3, 8, 8, 14]), max_length=6).input_ids, enc.input_ids)
+    with pytest.raises(InputError, match="row 0: its offsets"):
+        tok.encode((data, [3, 2]), max_length=6)
 
 
 def test_offsets_structure_is_checked():

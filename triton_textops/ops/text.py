@@ -114,6 +114,8 @@ class TextBatch:
             return cls._placed(texts.data, texts.offsets, xp, target)
         if _is_buffer_pair(texts):
             data, offsets = texts
+            if isinstance(offsets, (list, tuple)):  # offsets written out: on the buffer's device
+                offsets = np.asarray(offsets) if isinstance(data, np.ndarray) else xp.asarray(offsets)
             if isinstance(data, np.ndarray) != isinstance(offsets, np.ndarray):
                 raise InputError("the byte buffer and its offsets must be on the same device")
             return cls._placed(data, offsets, xp, target)
@@ -165,9 +167,13 @@ class TextBatch:
 
 
 def _is_buffer_pair(texts: Any) -> bool:
-    """``(data, offsets)`` as two arrays (NumPy or device arrays), not a tuple of two texts."""
-    return (isinstance(texts, tuple) and len(texts) == 2
-            and all(isinstance(a, np.ndarray) or hasattr(a, "__cuda_array_interface__") for a in texts))
+    """``(data, offsets)``: a byte array (NumPy or device) and its offsets (an array, or a list of ints), not a
+    tuple of two texts."""
+    if not (isinstance(texts, tuple) and len(texts) == 2):
+        return False
+    data, offsets = texts
+    return ((isinstance(data, np.ndarray) or hasattr(data, "__cuda_array_interface__"))
+            and (isinstance(offsets, (np.ndarray, list, tuple)) or hasattr(offsets, "__cuda_array_interface__")))
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
