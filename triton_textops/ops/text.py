@@ -56,6 +56,7 @@ AMAP = 0x110000  # the normalization table's ASCII part starts here: normalized 
 LEN_MASK, CLASS_SHIFT, POOL_SHIFT, RANK_SHIFT = 15, 4, 6, 26
 POOL_MASK, RANK_MASK = (1 << (RANK_SHIFT - POOL_SHIFT)) - 1, 31
 RANK_TRANSPARENT = 31
+UNSORTED = 32  # pretok_text's run state: a mark followed one of a higher rank
 FULL = 1 << 62  # pretok_text's ``limit`` when every token is needed
 # token rows are int32 (24 bytes of scratch per input byte). A token's start/end is its position in its own
 # text's normalized region, stored as an unsigned 32-bit value (:func:`pos_at`): a batch has no size limit
@@ -369,10 +370,12 @@ def close_token(tok, k, o, n, h):
 
 
 @K.device
-def settle_run(out, lo, hi, h, rmin, rmax, info, tok, k, k_cap):
-    """Sort the combining run ``out[lo:hi]`` (marks of ranks ``rmin .. rmax``) stably by rank, as NFD's
-    canonical ordering does, and return the FNV-1a hash of the sorted bytes continued from ``h`` (the
-    token's hash before the run), or -1 when the scratch is too small.
+def settle_run(run, out, lo, hi, h, th, info, tok, k, k_cap, txt, t):
+    """End the combining run ``out[lo:hi]`` (``run``: its highest rank, | UNSORTED when a mark followed one of
+    a higher rank). An unsorted run is sorted stably by rank, as NFD's canonical ordering does, and the
+    token's hash is recomputed from ``h`` (its value before the run) over the sorted bytes. Returns the
+    token's hash (``th`` when nothing moved), or -1 when the scratch is too small (the text is then marked
+    SIZE_BOUND).
 
     Linear in the run (one pass per rank present, at most 30), never quadratic: the run's bytes are first
     copied to the free token columns ``k .. k_cap - 1`` of ``tok`` (6 entries per column). A text has
@@ -381,13 +384,16 @@ def settle_run(out, lo, hi, h, rmin, rmax, info, tok, k, k_cap):
     (3) times its input bytes, and a run to sort has two marks of two bytes or more. Checked anyway: a run
     that does not fit fails the text, it never overruns.
     """
+    if run & UNSORTED == 0:
+        return th
     ln = hi - lo
     if ln > N_TOK_ROWS * (k_cap - k):
+        fail_text(txt, t, SIZE_BOUND)
         return -1
     for j in range(ln):
         tok[j % N_TOK_ROWS, k + j // N_TOK_ROWS] = out[lo + j]
     w = lo
-    for r in range(rmin, rmax + 1):
+    for r in range(1, (run & RANK_MASK) + 1):
         j = 0
         while j < ln:
             b0 = int(tok[j % N_TOK_ROWS, k + j // N_TOK_ROWS])
@@ -423,8 +429,8 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
     arrays. Token positions are relative to the text's normalized region (:func:`pos_at`).
 
     Combining marks that survive the uncased normalization are put in canonical order, as HF's NFD does: a
-    mark of a lower combining rank than the run before it marks the run unsorted, and the run is sorted
-    (:func:`settle_run`) when it ends (a starter, a removed character that ends runs, or the end of the text).
+    mark of a lower combining rank than the run before it marks the run unsorted, and :func:`settle_run` sorts
+    the run when it ends (a starter, a removed character that ends runs, or the end of the text).
 
     ``limit``: stop before the token that would be the ``limit + 1``-th one not absorbed by a raw special
     token (each such token gives at least one WordPiece piece, so rows of ``limit`` pieces need no more);
@@ -450,11 +456,9 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
     sp_idx = -1  # its index while its first token is still to come
     used = 0  # tokens started that a raw special token does not absorb
     early = False  # stopped at ``limit``
-    run = 0  # rank of the current combining run's last mark (0: no run); the run is out[run_lo:o]
+    run = 0  # the current combining run out[run_lo:o]: its highest rank | UNSORTED (0: no run)
     run_lo = 0
     run_h = 0  # the token's hash before the run
-    run_min = 0
-    unsorted = False  # a mark followed a mark of a higher rank: the run is sorted when it ends
     while i < stop:
         b = int(data[i])
         if n_sp > 0 and i >= sp_end and sp_first[b] != 0:
@@ -468,12 +472,9 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
             if a == 0:  # removed before NFD (a control character): combining runs go on across it
                 continue
             if run != 0:  # an ASCII character is a starter: it ends the combining run
-                if unsorted:
-                    th = settle_run(out, run_lo, o, run_h, run_min, run, info, tok, k, k_cap)
-                    if th < 0:
-                        fail_text(txt, t, SIZE_BOUND)
-                        return
-                    unsorted = False
+                th = settle_run(run, out, run_lo, o, run_h, th, info, tok, k, k_cap, txt, t)
+                if th < 0:
+                    return
                 run = 0
             if a >> 8 == WORD:
                 if cur < 0:  # a word starts here
@@ -556,12 +557,9 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
             i += ln
             if nb == 0:  # removed: some characters end a combining run (rank 0), the others do not
                 if rank == 0 and run != 0:
-                    if unsorted:
-                        th = settle_run(out, run_lo, o, run_h, run_min, run, info, tok, k, k_cap)
-                        if th < 0:
-                            fail_text(txt, t, SIZE_BOUND)
-                            return
-                        unsorted = False
+                    th = settle_run(run, out, run_lo, o, run_h, th, info, tok, k, k_cap, txt, t)
+                    if th < 0:
+                        return
                     run = 0
                 continue
         # the normalized characters of this input character: its own bytes, one ASCII byte, or the pool's
@@ -579,12 +577,9 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 fail_text(txt, t, SIZE_BOUND)
                 return
             if rank == 0 and run != 0:  # a starter ends the combining run
-                if unsorted:
-                    th = settle_run(out, run_lo, o, run_h, run_min, run, info, tok, k, k_cap)
-                    if th < 0:
-                        fail_text(txt, t, SIZE_BOUND)
-                        return
-                    unsorted = False
+                th = settle_run(run, out, run_lo, o, run_h, th, info, tok, k, k_cap, txt, t)
+                if th < 0:
+                    return
                 run = 0
             if cls != WORD and cur >= 0:  # a space or a punctuation character ends the word
                 close_token(tok, cur, o - base, cur_n, th)
@@ -608,14 +603,11 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                 if run == 0:
                     run_lo = o
                     run_h = th
-                    run_min = rank
                     run = rank
-                elif rank < run:
-                    unsorted = True
-                    if rank < run_min:
-                        run_min = rank
+                elif rank < run & RANK_MASK:
+                    run |= UNSORTED
                 else:
-                    run = rank
+                    run = (run & UNSORTED) | rank
             cur_n += 1
             for j in range(c_len):
                 if src == -2:
@@ -635,10 +627,9 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
     if early and not utf8_valid(data, i, stop):  # what the tokens did not need must still be UTF-8
         fail_text(txt, t, BAD_UTF8)
         return
-    if unsorted:
-        th = settle_run(out, run_lo, o, run_h, run_min, run, info, tok, k, k_cap)
+    if run != 0:
+        th = settle_run(run, out, run_lo, o, run_h, th, info, tok, k, k_cap, txt, t)
         if th < 0:
-            fail_text(txt, t, SIZE_BOUND)
             return
     if cur >= 0:
         close_token(tok, cur, o - base, cur_n, th)
