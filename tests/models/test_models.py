@@ -163,3 +163,35 @@ def test_gpu_instances_equal_cpu(repo, placement):
         out = gpu.infer({k: cp.asarray(v) for k, v in post_in.items()})
     got = out["OUTPUT0"]
     np.testing.assert_array_equal(cp.asnumpy(got) if hasattr(got, "get") else got, blend_scores(*post_in.values()))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [2, 8])
+def test_gpu_instance_placement_rule(tmp_path, vocab, features_artifact, n):
+    """A KIND_GPU preprocess with gpu_min_batch 4: a batch of 2 runs on the CPU kernels (outputs uploaded
+    once), one of 8 on the GPU kernels; both give a CPU instance's outputs."""
+    from model_dirs import PREPROCESS
+
+    config = PREPROCESS + 'parameters: { key: "gpu_min_batch" value: { string_value: "4" } }\n'
+    d = write_model(tmp_path, "preprocess", "preprocess", config, {"vocab.txt": vocab, "features.json": features_artifact})
+    batch = np.array(texts(n, 600), dtype=object).reshape(-1, 1)
+    with load_model(d) as cpu:
+        ref = cpu.infer({"INPUT0": batch})
+    with load_model(d, placement="gpu", instance_kind="GPU") as gpu:
+        out = gpu.infer({"INPUT0": batch})
+    for k in ref:
+        np.testing.assert_array_equal(ref[k], out[k].get() if hasattr(out[k], "get") else out[k])
+
+
+def test_gpu_min_batch_is_a_model_parameter(tmp_path, vocab, features_artifact):
+    """gpu_min_batch parses as a non-negative int on every text model (it only acts on KIND_GPU instances)."""
+    from model_dirs import PREPROCESS
+
+    bad = PREPROCESS + 'parameters: { key: "gpu_min_batch" value: { string_value: "-1" } }\n'
+    d = write_model(tmp_path, "pre_bad", "preprocess", bad, {"vocab.txt": vocab, "features.json": features_artifact})
+    with pytest.raises(Exception, match="gpu_min_batch"):
+        load_model(d)
+    good = PREPROCESS + 'parameters: { key: "gpu_min_batch" value: { string_value: "0" } }\n'
+    d = write_model(tmp_path, "pre_ok", "preprocess", good, {"vocab.txt": vocab, "features.json": features_artifact})
+    with load_model(d) as m:
+        assert m.instance.params["gpu_min_batch"] == 0

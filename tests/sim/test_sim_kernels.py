@@ -201,3 +201,45 @@ def test_forged_pretokens_are_refused_on_the_gpu(pair, features):
         gpu.encode_pretokens(pre, max_length=8)
     with pytest.raises(InputError, match="row 0"):
         features.transform_pretokens(pre)
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_gpu_placement_on_both_sides_of_the_crossover(pair, features, austen, n):
+    """With gpu_min_batch=4, 3 texts run on the CPU kernels and only the outputs go up (one copy, no copy
+    back); 4 texts run on the GPU kernels (the text goes up, the status comes back). The arrays are the CPU
+    tokenizer's, bit for bit, either way: encode (rows and windows), features, preprocess."""
+    cpu, gpu = pair
+    texts = austen[20 : 20 + n - 1] + ["caf\u00e9 x\u302e\u1b44 [CLS]"]
+    small = n < 4
+    cases = [
+        (lambda d, **k: (cpu if d == "cpu" else gpu).encode(texts, max_length=32, **k), OUTPUTS),
+        (lambda d, **k: (cpu if d == "cpu" else gpu).encode(texts, max_length=16, stride=4,
+                                                           return_overflowing_tokens=True, **k), OUTPUTS),
+        (lambda d, **k: (features.transform(texts, device=d, **k),), [0]),
+        (lambda d, **k: preprocess(cpu if d == "cpu" else gpu, features, texts, max_length=24, **k), [0, 1]),
+        (lambda d, **k: preprocess(cpu if d == "cpu" else gpu, features, texts, max_length=12, stride=2,
+                                   return_overflowing_tokens=True, **k), [0, 1]),
+    ]
+    for case, keys in cases:
+        want = case("cpu")
+        K.COUNTS.clear()
+        got = case("cuda", gpu_min_batch=4)
+        counts = dict(K.COUNTS)
+        if small:
+            assert counts.get("launch_cuda", 0) == 0 and counts["launch_cpu"] >= 1, counts
+            assert counts["h2d"] == 1 and counts.get("d2h", 0) == 0, counts
+        else:
+            assert counts.get("launch_cpu", 0) == 0 and counts["launch_cuda"] >= 1, counts
+        for k in keys:
+            a, b = want[k], got[k]
+            if isinstance(a, tuple) or hasattr(a, "input_ids"):
+                assert_same(a, b)
+            else:
+                assert isinstance(b, np.ndarray) and a.dtype == b.dtype
+                np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def test_gpu_min_batch_is_checked(pair):
+    _, gpu = pair
+    with pytest.raises(InputError, match="gpu_min_batch must be an integer"):
+        gpu.encode(["a"], gpu_min_batch=2.5)

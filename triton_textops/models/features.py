@@ -45,5 +45,6 @@ class TritonPythonModel(TextOpsModel):
 
     def compute(self, items: list[Any]) -> list[dict[str, Any]]:
         batch, counts = self.text_batch(items)
-        x = self.features.transform(batch, normalize=self.params["normalize"], device=self.device)
+        x = self.features.transform(batch, normalize=self.params["normalize"], device=self.device,
+                                    gpu_min_batch=self.params["gpu_min_batch"])
         return self.split_rows({"features": x}, counts)

@@ -42,15 +42,10 @@ class TritonPythonModel(TextOpsModel):
     def compute(self, items: list[Any]) -> list[dict[str, Any]]:
         batch, counts = self.text_batch(items)
         p, tok = self.params, self.tokenizer
-        overflow = p["return_overflowing_tokens"]
-        if overflow:  # windows change the row count: stage (a) once, then tokens and features from it
-            pre = tok.pretokenize(batch)
-            enc = tok.encode_pretokens(pre, max_length=p["max_length"], stride=p["stride"],
-                                       return_overflowing_tokens=True, dtype=self.ids_dtype())
-            feats = self.features.transform_pretokens(pre, normalize=p["normalize"], check=False)
-        else:  # one kernel: each text read once for the BERT rows and the features
-            enc, feats = preprocess(tok, self.features, batch, max_length=p["max_length"],
-                                    normalize=p["normalize"], dtype=self.ids_dtype())
+        overflow = p["return_overflowing_tokens"]  # (windows: staged, else one kernel; each text read once)
+        enc, feats = preprocess(tok, self.features, batch, max_length=p["max_length"], normalize=p["normalize"],
+                                dtype=self.ids_dtype(), stride=p["stride"], return_overflowing_tokens=overflow,
+                                gpu_min_batch=p["gpu_min_batch"])
         mapping = enc.overflow_to_sample_mapping
         rows = self.split_rows({"input_ids": enc.input_ids, "attention_mask": enc.attention_mask,
                                 "overflow_to_sample_mapping": mapping.reshape(-1, 1)}, counts,

@@ -4,7 +4,7 @@ model.py: ``from triton_textops.models.tokenize import TritonPythonModel``. Para
 (path, default ``vocab.txt`` in the model directory), ``lowercase``, ``max_length`` (default: the token dim
 of the config's id/mask outputs, else 128), ``stride``, ``return_overflowing_tokens`` (needs
 ``max_batch_size: 0``: rows no longer match texts), ``ids_dtype`` (int64/int32: the type auto-complete gives the
-id/mask outputs of a config without tensors), ``tensor_names``, ``max_text_bytes``.
+id/mask outputs of a config without tensors), ``tensor_names``, ``max_text_bytes``, ``gpu_min_batch``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class TritonPythonModel(TextOpsModel):
         overflow = p["return_overflowing_tokens"]
         enc = self.tokenizer.encode(
             batch, max_length=p["max_length"], stride=p["stride"], return_overflowing_tokens=overflow,
-            add_special_tokens=p["add_special_tokens"], dtype=self.ids_dtype(),
+            add_special_tokens=p["add_special_tokens"], dtype=self.ids_dtype(), gpu_min_batch=p["gpu_min_batch"],
         )
         arrays = {role: enc[role] for role in self.outputs}
         arrays["overflow_to_sample_mapping"] = enc.overflow_to_sample_mapping.reshape(-1, 1)

@@ -48,6 +48,7 @@ from triton_textops.ops.text import (
     Normalizer,
     PreTokens,
     TextBatch,
+    count_texts,
     fail_text,
     pos_at,
     pretok_text,
@@ -634,15 +635,22 @@ class ReadabilityFeatures:
         return (t["slots"], t["pool"], t["mask"], t["max_probe"], t["is_stop"], t["col"], t["abbr"],
                 t["abbr_off"], t["n_abbr"], seen, cnt, x, t["mean"], t["std"], normalize)
 
-    def transform(self, texts: Any, *, normalize: bool = True, device: str = "cpu") -> Any:
+    def transform(self, texts: Any, *, normalize: bool = True, device: str = "cpu",
+                  gpu_min_batch: int | None = None) -> Any:
         """Features of a batch: float32 array (n, 7 + n_common + n_rare) of the device's array module.
 
         ``texts``: list of str/bytes, NumPy object array of bytes, or a ``(data, offsets)`` pair.
         Invalid UTF-8 raises :class:`InputError` naming the row. One kernel launch (stage (a) and the
-        features of each text by one thread) and one device-to-host copy (the rows' UTF-8 status)."""
+        features of each text by one thread) and one device-to-host copy (the rows' UTF-8 status). On a
+        GPU, a batch of fewer than ``gpu_min_batch`` texts runs on the CPU kernels and the features go up
+        as one copy (:data:`~triton_textops.ops.kernels.GPU_MIN_BATCH`)."""
         normalize = check_bool("normalize", normalize)
         device = resolve_device(device)
         target, xp = target_of(device), get_xp(device)
+        if gpu_min_batch is None:
+            gpu_min_batch = K.GPU_MIN_BATCH
+        if target != "cpu" and count_texts(texts) < check_int("gpu_min_batch", gpu_min_batch, 0):
+            return K.to_device_many([self.transform(texts, normalize=normalize)], target, xp)[0]
         batch = TextBatch.from_texts(texts, xp, target)
         norm = Normalizer.get(self.lowercase, device)
         n, nb = batch.n, int(batch.data.shape[0])

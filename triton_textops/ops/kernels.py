@@ -29,7 +29,15 @@ import numba
 import numpy as np
 
 SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
-COUNTS: Counter = Counter()  # "launch", "d2h", "h2d": what the ops did since the last reset
+# GPU placement: on a GPU device, a batch of fewer texts runs on the CPU kernels and only its outputs go up.
+# The GPU kernels run one thread per text, and one GPU thread is far slower than a CPU core: estimated (not
+# yet measured on a GPU) at a few hundred us of serial work for a ~1 KB excerpt through stage (a), WordPiece
+# and the features, against 15-30 us on one core here. A batch of n texts then takes about that one-thread
+# time on the GPU (the texts run in parallel) and n x 25 us / cores on the CPU: the crossover is ~12 texts per
+# CPU core, 24 on 2 cores, ~190 on 16. 64 is that estimate for a few cores; the ``gpu_min_batch`` keyword and
+# model parameter override it (0: always the GPU).
+GPU_MIN_BATCH = 64
+COUNTS: Counter = Counter()  # "launch" (and "launch_cpu" / "launch_cuda"), "d2h", "h2d": since the last reset
 
 _DEVICE: dict[str, Callable] = {}  # name -> plain function, for every @device function
 _INLINE: set[str] = set()  # the small hot ones, inlined into their callers on the CPU
@@ -181,6 +189,7 @@ def launch(target: str, pair: tuple[Callable, _LazyGpu], n: int, *args: Any) -> 
     GPU launches go on CuPy's current stream (outside the simulator), so they are ordered with the CuPy
     operations around them and tensors handed over by DLPack need no extra synchronization."""
     COUNTS["launch"] += 1
+    COUNTS[f"launch_{target}"] += 1
     if target == "cpu":
         run_cpu(pair[0], n, *args)
         return
@@ -203,6 +212,25 @@ def to_host(arr: Any, target: str) -> np.ndarray:
         return arr
     COUNTS["d2h"] += 1
     return arr if isinstance(arr, np.ndarray) else arr.get()  # the simulator's "device" arrays are NumPy
+
+
+def to_device_many(arrays: list[np.ndarray], target: str, xp: Any) -> list[Any]:
+    """Host arrays on ``target``'s device as ONE upload (packed into one buffer, 8-byte aligned): the
+    outputs of a batch that ran on the CPU kernels for a GPU device."""
+    if target == "cpu":
+        return list(arrays)
+    sizes = [(a.nbytes + 7) // 8 * 8 for a in arrays]
+    buf = np.empty(sum(sizes), dtype=np.uint8)
+    at = 0
+    for a, size in zip(arrays, sizes):
+        buf[at : at + a.nbytes] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+        at += size
+    dev = to_device(buf, target, xp)
+    out, at = [], 0
+    for a, size in zip(arrays, sizes):
+        out.append(dev[at : at + a.nbytes].view(a.dtype).reshape(a.shape))
+        at += size
+    return out
 
 
 def to_device(arr: np.ndarray, target: str, xp: Any) -> Any:

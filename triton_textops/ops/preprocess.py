@@ -51,16 +51,31 @@ PREPROCESS = (K.cpu(_cpu), K.gpu(_gpu))
 
 
 def preprocess(tok: BertTokenizer, feats: ReadabilityFeatures, texts: Any, *, max_length: int = 128,
-               normalize: bool = True, dtype: str = "int64") -> tuple[Encoding, Any]:
+               normalize: bool = True, dtype: str = "int64", stride: int = 0, return_overflowing_tokens: bool = False,
+               gpu_min_batch: int | None = None) -> tuple[Encoding, Any]:
     """BERT rows (``[CLS] … [SEP]``, truncated to ``max_length``, padded) and the features of every text,
-    in one launch on the tokenizer's device. Invalid UTF-8 raises :class:`InputError` naming the row."""
+    in one launch on the tokenizer's device. Invalid UTF-8 raises :class:`InputError` naming the row. With
+    overflow windows (rows no longer match texts) stage (a) runs once and feeds both, staged. On a GPU, a
+    batch of fewer than ``gpu_min_batch`` texts runs on the CPU kernels and the ids, mask and features go
+    up as one copy (:data:`~triton_textops.ops.kernels.GPU_MIN_BATCH`)."""
     if not isinstance(tok, BertTokenizer) or not isinstance(feats, ReadabilityFeatures):
         raise InputError("preprocess takes a BertTokenizer and a ReadabilityFeatures")
     if feats.lowercase != tok.lowercase:
         raise ValueError("the features artifact and the tokenizer use different casing (lowercase)")
-    batch = TextBatch.from_texts(texts, tok.xp, tok.target)
-    lay = tok.rows_layout(max_length, 0, False, True, dtype)
+    lay = tok.rows_layout(max_length, stride, return_overflowing_tokens, True, dtype)
     normalize = check_bool("normalize", normalize)
+    if tok.runs_on_cpu(texts, gpu_min_batch):
+        enc, x = preprocess(tok.on_cpu(), feats, texts, max_length=max_length, normalize=normalize, dtype=dtype,
+                            stride=stride, return_overflowing_tokens=return_overflowing_tokens)
+        *rows, x = K.to_device_many([enc.input_ids, enc.attention_mask, enc.token_type_ids,
+                                     enc.overflow_to_sample_mapping, x], tok.target, tok.xp)
+        return Encoding(*rows), x
+    if lay.overflow:
+        pre = tok.pretokenize(texts)
+        enc = tok.encode_pretokens(pre, max_length=max_length, stride=stride, return_overflowing_tokens=True,
+                                   dtype=dtype)
+        return enc, feats.transform_pretokens(pre, normalize=normalize, check=False)
+    batch = TextBatch.from_texts(texts, tok.xp, tok.target)
     norm, xp = tok.normalizer, tok.xp
     n, nb = batch.n, int(batch.data.shape[0])
     rows, mapping = tok.new_rows(n, lay.max_length, lay.dtype)

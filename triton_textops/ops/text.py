@@ -167,6 +167,17 @@ class TextBatch:
         return batch
 
 
+def count_texts(texts: Any) -> int:
+    """How many texts ``texts`` holds, in any form :meth:`TextBatch.from_texts` takes (nothing is packed)."""
+    if isinstance(texts, TextBatch):
+        return texts.n
+    if _is_buffer_pair(texts):
+        return len(texts[1]) - 1
+    if isinstance(texts, np.ndarray):
+        return int(texts.shape[0]) if texts.ndim else 1
+    return len(texts) if hasattr(texts, "__len__") else 0
+
+
 def _is_buffer_pair(texts: Any) -> bool:
     """``(data, offsets)``: a byte array (NumPy or device) and its offsets (an array, or a list of ints), not a
     tuple of two texts."""

@@ -10,6 +10,7 @@ launches and still one copy (piece counts and status together).
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from triton_textops.errors import InputError
 from triton_textops.ops import kernels as K
 from triton_textops.ops.args import allocate, check_bool, check_ids_dtype, check_int
 from triton_textops.ops.hashtable import ByteTable
-from triton_textops.ops.text import STATUS, Normalizer, PreTokens, TextBatch, raise_bad_rows
+from triton_textops.ops.text import STATUS, Normalizer, PreTokens, TextBatch, count_texts, raise_bad_rows
 from triton_textops.ops.wordpiece import (
     COUNT_PIECES,
     ENCODE_FUSED,
@@ -138,17 +139,38 @@ class BertTokenizer:
         self.specials = [t for t in SPECIAL_TOKENS if t in ids]
         self.special_bytes = [t.encode() for t in self.specials]
         self.table = ByteTable(ids)
-        self._slots, self._pool = self.table.on(self.target, self.xp)
-        t = self.table
-        consts = [t.mask, t.max_probe, t.max_len, self.unk_id, self.cls_id, self.sep_id, self.pad_id]
-        self._vocab = K.to_device(np.asarray(consts + [ids[s] for s in self.specials], dtype=np.int64),
-                                  self.target, self.xp)
-        self.normalizer = Normalizer.get(lowercase, self.device)
+        self._place()
         self.backend = backend
         if backend == "cudf":
             from triton_textops.ops.cudf_backend import CudfWordPiece
 
             self._cudf = CudfWordPiece(vocab, self.specials, lowercase)
+
+    def _place(self) -> None:
+        """The vocabulary tables and the normalizer on this tokenizer's device."""
+        self._slots, self._pool = self.table.on(self.target, self.xp)
+        t, ids = self.table, self.vocab
+        consts = [t.mask, t.max_probe, t.max_len, self.unk_id, self.cls_id, self.sep_id, self.pad_id]
+        self._vocab = K.to_device(np.asarray(consts + [ids[s] for s in self.specials], dtype=np.int64),
+                                  self.target, self.xp)
+        self.normalizer = Normalizer.get(self.lowercase, self.device)
+        self._cpu: BertTokenizer | None = self if self.target == "cpu" else None
+
+    def on_cpu(self) -> BertTokenizer:
+        """This tokenizer on the CPU (itself, or a twin sharing the vocabulary, made once): where a GPU
+        tokenizer runs batches below ``gpu_min_batch``."""
+        if self._cpu is None:
+            twin = copy.copy(self)
+            twin.device, twin.target, twin.xp, twin.backend = "cpu", "cpu", np, "native"
+            twin._place()
+            self._cpu = twin
+        return self._cpu
+
+    def runs_on_cpu(self, texts: Any, gpu_min_batch: Any) -> bool:
+        """Whether a batch for this tokenizer runs on the CPU kernels although the tokenizer is on a GPU: fewer
+        than ``gpu_min_batch`` texts (None: :data:`triton_textops.ops.kernels.GPU_MIN_BATCH`, which says why)."""
+        gpu_min_batch = check_int("gpu_min_batch", K.GPU_MIN_BATCH if gpu_min_batch is None else gpu_min_batch, 0)
+        return self.target != "cpu" and self.backend == "native" and count_texts(texts) < gpu_min_batch
 
     @classmethod
     def from_vocab(
@@ -260,10 +282,19 @@ class BertTokenizer:
         return_overflowing_tokens: bool = False,
         add_special_tokens: bool = True,
         dtype: str = "int64",
+        gpu_min_batch: int | None = None,
     ) -> Encoding:
         """Tokenize a batch. ``texts``: list of str/bytes, NumPy object array of bytes ([n] or [n, 1]),
-        a :class:`TextBatch`, or a ``(uint8 buffer, offsets)`` pair on the device."""
+        a :class:`TextBatch`, or a ``(uint8 buffer, offsets)`` pair on the host or the device. On a GPU, a
+        batch of fewer than ``gpu_min_batch`` texts runs on the CPU kernels and its rows go up as one copy:
+        the same arrays, on the device (:data:`~triton_textops.ops.kernels.GPU_MIN_BATCH` says why)."""
         lay = self.rows_layout(max_length, stride, return_overflowing_tokens, add_special_tokens, dtype)
+        if self.runs_on_cpu(texts, gpu_min_batch):
+            enc = self.on_cpu().encode(texts, max_length=max_length, stride=stride, dtype=dtype,
+                                       return_overflowing_tokens=return_overflowing_tokens,
+                                       add_special_tokens=add_special_tokens)
+            return Encoding(*K.to_device_many([enc.input_ids, enc.attention_mask, enc.token_type_ids,
+                                               enc.overflow_to_sample_mapping], self.target, self.xp))
         if self.backend == "cudf":
             pieces, offsets = self._cudf(TextBatch.from_texts(texts, self.xp, self.target))
             return self.pack(pieces, offsets, max_length=max_length, stride=stride,

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import ConfigError, InputError
-from triton_textops.ops.kernels import set_num_threads
+from triton_textops.ops.kernels import GPU_MIN_BATCH, set_num_threads
 from triton_textops.ops.text import TextBatch, invalid_utf8_rows, pack_host
-from triton_textops.ops.xp import get_xp, target_of, to_numpy, tune_host_allocator
+from triton_textops.ops.xp import get_xp, to_numpy, tune_host_allocator
 from triton_textops.triton import io
 from triton_textops.triton.params import Param, parse_parameters
 
@@ -50,6 +50,8 @@ COMMON_PARAMS = [
     Param("max_text_bytes", "int", default=1 << 20, minimum=1, help="reject longer texts (bytes)"),
     Param("num_threads", "int", default=0, minimum=0,
           help="threads of the CPU kernels (0: numba's default, the number of cores)"),
+    Param("gpu_min_batch", "int", default=GPU_MIN_BATCH, minimum=0,
+          help="on a KIND_GPU instance, batches of fewer texts run on the CPU kernels (0: always the GPU)"),
     Param("default_max_batch_size", "int", default=64, minimum=0,
           help="max_batch_size auto-complete sets for a config without inputs/outputs (0: no batching)"),
 ]
@@ -350,6 +352,8 @@ class TextOpsModel:
             self.setup()
             if "text" in self.INPUTS:  # compile (or load from numba's cache) every kernel now, not on a request
                 self.compute([pack_host([WARM_UP_TEXT])])
+                if self.device != "cpu" and self.params["gpu_min_batch"] > 1:  # the GPU kernels too
+                    self.compute([pack_host([WARM_UP_TEXT] * self.params["gpu_min_batch"])])
 
     def _on_device(self) -> Any:
         if self.xp is np:
@@ -445,14 +449,15 @@ class TextOpsModel:
         return "int32" if name and np.dtype(self.out_dtypes[name]) == np.int32 else "int64"
 
     def text_batch(self, items: list[tuple[np.ndarray, np.ndarray]]) -> tuple[TextBatch, np.ndarray]:
-        """All requests' texts as one device batch (one upload) and the text count of each request."""
+        """All requests' texts as one host batch and the text count of each request: the ops upload it as
+        one copy where it runs on a GPU (a small batch on a GPU instance runs on the CPU kernels)."""
         counts = np.array([off.shape[0] - 1 for _, off in items], dtype=np.int64)
         if len(items) == 1:  # one request: its buffer as it is
-            return TextBatch.upload(items[0][0], items[0][1], self.xp, target_of(self.device)), counts
+            return TextBatch.upload(items[0][0], items[0][1], np), counts
         data = np.concatenate([d for d, _ in items])
         shift = np.cumsum([0] + [d.shape[0] for d, _ in items[:-1]])
         offsets = np.concatenate([[0]] + [off[1:] + s for (_, off), s in zip(items, shift)]).astype(np.int64)
-        return TextBatch.upload(data, offsets, self.xp, target_of(self.device)), counts
+        return TextBatch.upload(data, offsets, np), counts
 
     def split_rows(self, arrays: dict[str, Any], counts: np.ndarray, mapping: Any = None) -> list[dict[str, Any]]:
         """Split batch outputs back per request: by text counts, or by a row→text ``mapping``."""
