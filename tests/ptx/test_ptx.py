@@ -1,0 +1,261 @@
+"""Every GPU entry point of the ops through the real CUDA compiler, without a GPU.
+
+Why: the CUDA simulator (tests/sim) runs the GPU kernels as Python; it never types them for the CUDA
+target nor lowers them through NVVM, so a kernel that only the simulator accepts, or one that spills
+registers to local memory on a real GPU, would pass CI. Here each GPU entry point is compiled as on a
+GPU: ``numba.cuda.compile_ptx`` (numba's CUDA typing and lowering, then NVVM from the
+``nvidia-cuda-nvcc-cu12`` wheel; NVRTC, from ``nvidia-cuda-nvrtc-cu12``, names the architecture), and
+that wheel's ``ptxas -v`` turns the PTX into SASS for sm_80 and sm_90. A test fails on any compile
+error, any stack frame or spill, or more registers than :data:`REGISTER_BUDGET`; the registers of each
+kernel are printed (``pytest -s`` or ``-rA``).
+
+What is compiled: every :class:`~triton_textops.ops.kernels._LazyGpu` that a module of
+:mod:`triton_textops.ops` holds (the GPU half of each ``(K.cpu(...), K.gpu(...))`` pair), found by
+import, so a new kernel is covered without editing this file; with the argument types the ops really
+launch it with, recorded by running the ops once on the CPU with ``kernels.launch`` spied on (the
+arrays typed writable and as laid out, as numba-cuda types the CuPy arrays of a GPU launch). A kernel
+that the recording run (:func:`_exercise`) never launches fails :func:`test_every_kernel_was_launched`.
+
+Without a driver: numba-cuda's dispatchers ask the current device for its compute capability while
+typing a kernel's device-function calls; the test hands them a stand-in device of the compute capability
+being compiled for (``numba.cuda.dispatcher.get_current_device``, patched here only). The device
+functions are bound through a private cache of ``kernels._compiled``, so nothing compiled here is seen
+by the ops' own kernels.
+
+The wheels are in the ``dev`` extra (``make test`` has them); without them the module skips.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+import os
+import pkgutil
+import re
+import subprocess
+import tempfile
+import time
+import types
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numba
+import pytest
+
+WHEELS = ("nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvrtc-cu12")
+
+
+def _missing() -> str | None:
+    """Why the compiler cannot run here, or None."""
+    if numba.config.ENABLE_CUDASIM:
+        return "the CUDA simulator is on (NUMBA_ENABLE_CUDASIM=1): no real CUDA compiler"
+    for name in (*WHEELS, "numba-cuda"):
+        try:
+            importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            return f"{name} is not installed (pip install -e '.[dev]')"
+    return None
+
+
+if (_why := _missing()) is not None:
+    pytest.skip(_why, allow_module_level=True)
+
+from triton_textops.ops import kernels as K  # noqa: E402
+
+CCS = ((8, 0), (9, 0))
+# Measured on 2026-12-01 with nvidia-cuda-nvcc-cu12 12.9.86 (NVVM + ptxas) and numba-cuda 0.30.4: 40-110
+# registers (sm_80 / sm_90): the most FEATURES_FUSED (110 / 96), then ENCODE_FUSED (98 / 96), PRETOKENIZE
+# (96 / 96) and PREPROCESS (94 / 94); 0 bytes of stack and spills everywhere. The budget is that max plus a small margin, stopped at
+# 128: up to 128 registers a 128-thread block (kernels.threads_per_block) still fits 4 times in an SM's
+# 64K registers; one more costs a quarter of the resident warps.
+REGISTER_BUDGET = 128
+# The kernels the ops define today (module.tuple): discovery must find at least these.
+KNOWN = {
+    "text.PRETOKENIZE",
+    "wordpiece.ENCODE_ROWS", "wordpiece.ENCODE_FUSED", "wordpiece.COUNT_PIECES", "wordpiece.ENCODE_WINDOWS",
+    "wordpiece.WRITE_PIECES", "wordpiece.PACK_PIECES",
+    "features.FEATURES", "features.FEATURES_FUSED",
+    "preprocess.PREPROCESS",
+}
+
+
+def discover() -> dict[str, K._LazyGpu]:
+    """Every GPU entry point held at module level by a module of triton_textops.ops, alone or in a tuple,
+    named ``module.NAME`` after the module that defines its function."""
+    import triton_textops.ops as ops  # noqa: PLC0415
+
+    found: dict[int, tuple[str, K._LazyGpu]] = {}
+    for info in sorted(pkgutil.iter_modules(ops.__path__), key=lambda m: m.name):
+        try:
+            mod = importlib.import_module(f"{ops.__name__}.{info.name}")
+        except ImportError:  # an optional dependency (cuDF, Dask): such a module defines no kernel today
+            continue
+        for attr, value in sorted(vars(mod).items()):
+            for item in value if isinstance(value, tuple) else (value,):
+                if isinstance(item, K._LazyGpu) and item.fn.__module__ == mod.__name__:
+                    found.setdefault(id(item), (f"{info.name}.{attr}", item))
+    return dict(found.values())
+
+
+KERNELS = discover()
+
+
+def _exercise() -> None:
+    """Run every op once on the CPU, with small batches and default options: each launches its kernels."""
+    from triton_textops import BertTokenizer, ReadabilityFeatures  # noqa: PLC0415
+    from triton_textops.bundled import austen_paragraphs, vocab_path  # noqa: PLC0415
+    from triton_textops.ops.preprocess import preprocess  # noqa: PLC0415
+
+    texts = austen_paragraphs()[:12] + ["", "x[SEP]y [MASK] é\u0301 Mr. A. B... c?!"]
+    tok = BertTokenizer.from_vocab(vocab_path(), device="cpu")
+    tok.encode(texts, max_length=32)  # ENCODE_FUSED
+    tok.encode(texts, max_length=32, stride=8, return_overflowing_tokens=True)  # PRETOKENIZE, COUNT, WINDOWS
+    pre = tok.pretokenize(texts)
+    tok.encode_pretokens(pre, max_length=32)  # ENCODE_ROWS
+    pieces, offsets = tok.wordpiece(pre)  # COUNT_PIECES, WRITE_PIECES
+    tok.pack(pieces, offsets, max_length=32)  # PACK_PIECES
+    feats = ReadabilityFeatures.fit(texts, n_common=5, n_rare=5)
+    feats.transform(texts)  # FEATURES_FUSED
+    feats.transform_pretokens(pre)  # FEATURES
+    preprocess(tok, feats, texts, max_length=32)  # PREPROCESS
+
+
+def _arg_type(value: Any) -> Any:
+    """The numba type a GPU launch gives ``value``: arrays writable (CuPy arrays always are; the CPU path
+    may pass read-only views of host buffers), everything else as numba types it."""
+    t = numba.typeof(value)
+    if isinstance(t, numba.types.Array) and not t.mutable:
+        t = t.copy(readonly=False)
+    return t
+
+
+@pytest.fixture(scope="module")
+def signatures() -> dict[str, tuple]:
+    """Kernel name -> the GPU signature of its first launch by :func:`_exercise` (``n`` as int64)."""
+    recorded: dict[int, tuple] = {}
+    real = K.launch
+
+    def spy(target: str, pair: tuple, n: int, *args: Any) -> None:
+        recorded.setdefault(id(pair[1]), (numba.types.int64, *map(_arg_type, args)))
+        real(target, pair, n, *args)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(K, "launch", spy)
+        _exercise()
+    return {name: recorded[id(lazy)] for name, lazy in KERNELS.items() if id(lazy) in recorded}
+
+
+PTXAS_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+PTXAS_REGS = re.compile(r"Used (\d+) registers")
+
+
+def _ptxas() -> str:
+    path = importlib.metadata.distribution(WHEELS[0]).locate_file("nvidia/cuda_nvcc/bin/ptxas")
+    return str(path)
+
+
+def _sass_usage(ptxas: str, ptx: str, cc: tuple[int, int], tmp: str, name: str) -> dict:
+    """ptxas -v on ``ptx`` for sm_XY: registers (max over entry functions), the largest stack frame and
+    the spill bytes over every function, ptxas's report; or an ``error``."""
+    src = os.path.join(tmp, f"{name}.sm_{cc[0]}{cc[1]}.ptx")
+    with open(src, "w") as f:
+        f.write(ptx)
+    gpu = f"sm_{cc[0]}{cc[1]}"
+    r = subprocess.run([ptxas, "-v", "--gpu-name", gpu, src, "-o", src[:-4] + ".cubin"],
+                       capture_output=True, text=True, timeout=300)
+    report = r.stdout + r.stderr
+    regs = [int(m) for m in PTXAS_REGS.findall(report)]
+    frames = [tuple(map(int, m)) for m in PTXAS_STACK.findall(report)]
+    if r.returncode or not regs or not frames:
+        return {"error": f"ptxas -v --gpu-name {gpu} failed (exit {r.returncode}):\n{report}"}
+    return {"registers": max(regs), "stack": max(f[0] for f in frames),
+            "spill_stores": sum(f[1] for f in frames), "spill_loads": sum(f[2] for f in frames), "report": report}
+
+
+@pytest.fixture(scope="module")
+def usage(signatures: dict[str, tuple]) -> dict[tuple[tuple[int, int], str], dict]:
+    """(cc, kernel name) -> :func:`_sass_usage`'s result, or ``{"error": ...}`` when it did not compile.
+
+    Each kernel is compiled once per compute capability; ptxas runs in the background while the next
+    kernel compiles. The device functions are typed once, for the first cc (NVVM, given the whole module,
+    compiles them again for each)."""
+    from numba import cuda  # noqa: PLC0415
+    from numba.cuda import dispatcher  # noqa: PLC0415
+
+    ptxas = _ptxas()
+    results: dict = {}
+    pending = {}
+    current = [CCS[0]]
+    with tempfile.TemporaryDirectory(prefix="textops-ptx-") as tmp, ThreadPoolExecutor(2) as pool, \
+            pytest.MonkeyPatch.context() as mp:
+        # no driver: the device-function dispatchers ask the current device for its compute capability
+        mp.setattr(dispatcher, "get_current_device", lambda: types.SimpleNamespace(compute_capability=current[0]))
+        # device functions bound afresh (kernels._clone looks _compiled up at call time): not the ops' own
+        mp.setattr(K, "_compiled", functools.cache(K._compiled.__wrapped__))
+        for cc in CCS:
+            current[0] = cc
+            for name, lazy in KERNELS.items():
+                if name not in signatures:
+                    continue
+                start = time.perf_counter()
+                try:
+                    ptx, _ = cuda.compile_ptx(K._clone(lazy.fn, "gpu"), signatures[name], cc=cc)
+                except Exception as e:  # noqa: BLE001 - any compile error is the test's finding
+                    results[cc, name] = {"error": f"compile_ptx failed for {cc}: {type(e).__name__}: {e}"}
+                    continue
+                results[cc, name] = {"compile_s": time.perf_counter() - start}
+                pending[cc, name] = pool.submit(_sass_usage, ptxas, ptx, cc, tmp, name)
+        for key, fut in pending.items():
+            results[key].update(fut.result())
+    return results
+
+
+def _table(usage: dict) -> str:
+    names = sorted({name for _, name in usage})
+    head = f"{'kernel':<26}" + "".join(f"{f'sm_{cc[0]}{cc[1]} regs':>12}{'stack':>7}{'spills':>8}" for cc in CCS)
+    lines = [f"ptxas -v ({_ptxas()}), register budget {REGISTER_BUDGET}:", head]
+    for name in names:
+        row = f"{name:<26}"
+        for cc in CCS:
+            u = usage.get((cc, name), {})
+            if "registers" in u:
+                row += f"{u['registers']:>12}{u['stack']:>7}{u['spill_stores'] + u['spill_loads']:>8}"
+            else:
+                row += f"{'ERROR':>12}{'':>7}{'':>8}"
+        lines.append(row)
+    versions = ", ".join(f"{w} {importlib.metadata.version(w)}" for w in (*WHEELS, "numba-cuda"))
+    lines.append(f"({versions})")
+    return "\n".join(lines)
+
+
+def test_discovery_finds_the_ops_kernels():
+    missing = KNOWN - set(KERNELS)
+    assert not missing, f"GPU entry points not found by discovery: {sorted(missing)}"
+
+
+def test_every_kernel_was_launched(signatures):
+    missing = sorted(set(KERNELS) - set(signatures))
+    assert not missing, (f"no launch of {missing} was recorded: make _exercise() in {__file__} call the op "
+                         "that launches it, so its GPU entry point is compiled here")
+
+
+def test_register_table(usage):
+    """The registers, stack and spills of every kernel, printed (pytest -s / -rA)."""
+    print()
+    print(_table(usage))
+
+
+@pytest.mark.parametrize("cc", CCS, ids=lambda cc: f"sm_{cc[0]}{cc[1]}")
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_compiles_without_spills(usage, signatures, cc, name):
+    if name not in signatures:
+        pytest.fail(f"{name} was never launched by _exercise(): nothing to compile (see test_every_kernel_was_launched)")
+    u = usage[cc, name]
+    assert "error" not in u, u["error"]
+    print(f"{name} sm_{cc[0]}{cc[1]}: {u['registers']} registers, {u['stack']} bytes stack, "
+          f"{u['spill_stores']}/{u['spill_loads']} bytes spill stores/loads, compiled in {u['compile_s']:.1f} s")
+    assert u["stack"] == 0 and u["spill_stores"] == 0 and u["spill_loads"] == 0, u["report"]
+    assert u["registers"] <= REGISTER_BUDGET, (
+        f"{name} uses {u['registers']} registers on sm_{cc[0]}{cc[1]}, over the budget of {REGISTER_BUDGET}:\n"
+        + u["report"])
