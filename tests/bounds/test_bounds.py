@@ -136,3 +136,17 @@ def test_long_runs_of_marks(tok, feats):
     texts = ["x" + "\u302e\u1b44" * k + ("y" if k % 2 else "") for k in range(0, 300, 7)]
     tok.encode(texts, max_length=16)
     feats.transform(texts)
+
+
+def test_empty_punctuation_token_at_the_end_of_the_buffer(tok, feats):
+    """A forged empty punctuation token at the very end of the normalized bytes: the features' reader of
+    punctuation looked at its first byte, one past the array (IndexError here, found in review); such
+    pre-tokens are refused now."""
+    pre = tok.pretokenize(["ab ."])
+    t, x = pre.tok.copy(), pre.txt.copy()
+    k = int(x[1, 0]) - 1  # the "." token
+    size = pre.expand * 4
+    t[0, k], t[1, k], t[3, k] = size, size, 1
+    bad = PreTokens(pre.xp, pre.target, pre.n, pre.data[:size].copy(), pre.expand, pre.offs.copy(), t, x)
+    with pytest.raises(InputError, match="row 0: its pre-tokens are not consistent"):
+        feats.transform_pretokens(bad)

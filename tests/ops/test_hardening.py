@@ -161,6 +161,9 @@ def test_forged_pretokens_never_leave_their_text(tok, feats):
     o = pre.offs.copy()
     o[1] = 10**9
     bad.append(forged(pre, offs=o))
+    t = pre.tok.copy()
+    t[0, 13] = t[1, 13]  # an empty token (a reader of punctuation looks at its first byte)
+    bad.append(forged(pre, tok=t))
     for p in bad:
         for call in (lambda p=p: tok.encode_pretokens(p, max_length=8), lambda p=p: tok.wordpiece(p),
                      lambda p=p: tok.encode_pretokens(p, max_length=8, stride=1, return_overflowing_tokens=True),

@@ -783,7 +783,8 @@ class PreTokens:
 @K.device
 def pretokens_ok(t, data, expand, offs, tok, txt):
     """Whether text ``t`` of pre-tokens a caller may have made (or changed) can be read safely: its span is
-    inside the arrays and every token inside its region. If not, the text gets status BAD_PRETOKENS and no
+    inside the arrays and every token a non-empty span of its region (stage (a) never makes an empty token,
+    and readers such as ``punct_code`` read a token's first byte). If not, the text gets status BAD_PRETOKENS and no
     tokens, so the kernels skip it and the caller gets an InputError naming the row."""
     lo = offs[t]
     hi = offs[t + 1]
@@ -794,7 +795,7 @@ def pretokens_ok(t, data, expand, offs, tok, txt):
         ok = 0 <= nt <= hi - lo and size <= MAX_TEXT_POS
         if ok:
             for k in range(lo, lo + nt):
-                if pos_at(tok, START, k) > pos_at(tok, END, k) or pos_at(tok, END, k) > size:
+                if pos_at(tok, START, k) >= pos_at(tok, END, k) or pos_at(tok, END, k) > size:
                     ok = False
                     break
     if not ok:  # (a status already set, such as the span check's BAD_SPAN, is kept: it says more)
