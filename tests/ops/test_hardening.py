@@ -292,13 +292,22 @@ def test_reordered_marks_get_hf_ids_and_one_feature_word(tmp_path):
 
 def test_long_runs_of_marks_are_linear_and_exact(tok):
     """An adversarial run of marks in falling order (each one sorts before the whole run so far): sorted once
-    when the run ends, not quadratically; the same ids as HF."""
+    when the run ends, not quadratically (10x the marks take well under 30x the time, best of 3 each; an
+    quadratic sort would take ~100x); the same tokens as HF."""
     import time
 
+    def best(text):
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            tok.pretokenize([text])
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
     text = "x" + "\u302e\u1b44" * 150_000 + " y"
-    t0 = time.perf_counter()
+    best(text[:1000])  # compiled (or loaded from numba's cache) before timing
+    assert best(text) < 30 * best("x" + "\u302e\u1b44" * 15_000 + " y")
     pre = tok.pretokenize([text])
-    assert time.perf_counter() - t0 < 5
     want = BertNormalizer(lowercase=True).normalize_str(text).split(" ")
     assert pre.tokens(0) == [w.encode() for w in want]
 

@@ -48,12 +48,12 @@ from triton_textops.ops.text import (
     Normalizer,
     PreTokens,
     TextBatch,
-    count_texts,
     fail_text,
     pos_at,
     pretok_text,
     pretokens_ok,
     raise_bad_rows,
+    runs_on_cpu,
 )
 from triton_textops.ops.xp import get_xp, resolve_device, target_of
 
@@ -647,9 +647,7 @@ class ReadabilityFeatures:
         normalize = check_bool("normalize", normalize)
         device = resolve_device(device)
         target, xp = target_of(device), get_xp(device)
-        if gpu_min_batch is None:
-            gpu_min_batch = K.GPU_MIN_BATCH
-        if target != "cpu" and count_texts(texts) < check_int("gpu_min_batch", gpu_min_batch, 0):
+        if runs_on_cpu(target, texts, gpu_min_batch):
             return K.to_device_many([self.transform(texts, normalize=normalize)], target, xp)[0]
         batch = TextBatch.from_texts(texts, xp, target)
         norm = Normalizer.get(self.lowercase, device)

@@ -34,6 +34,7 @@ import numpy as np
 
 from triton_textops.errors import InputError
 from triton_textops.ops import kernels as K
+from triton_textops.ops.args import check_int
 from triton_textops.ops.xp import get_xp, target_of
 
 try:
@@ -176,6 +177,13 @@ def count_texts(texts: Any) -> int:
     if isinstance(texts, np.ndarray):
         return int(texts.shape[0]) if texts.ndim else 1
     return len(texts) if hasattr(texts, "__len__") else 0
+
+
+def runs_on_cpu(target: str, texts: Any, gpu_min_batch: Any) -> bool:
+    """The GPU placement rule: a batch for ``target`` "cuda" runs on the CPU kernels when it has fewer than
+    ``gpu_min_batch`` texts (None: :data:`~triton_textops.ops.kernels.GPU_MIN_BATCH`, which says why)."""
+    gpu_min_batch = check_int("gpu_min_batch", K.GPU_MIN_BATCH if gpu_min_batch is None else gpu_min_batch, 0)
+    return target != "cpu" and count_texts(texts) < gpu_min_batch
 
 
 def _is_buffer_pair(texts: Any) -> bool:

@@ -23,7 +23,7 @@ from triton_textops.errors import InputError
 from triton_textops.ops import kernels as K
 from triton_textops.ops.args import allocate, check_bool, check_ids_dtype, check_int
 from triton_textops.ops.hashtable import ByteTable
-from triton_textops.ops.text import STATUS, Normalizer, PreTokens, TextBatch, count_texts, raise_bad_rows
+from triton_textops.ops.text import STATUS, Normalizer, PreTokens, TextBatch, raise_bad_rows, runs_on_cpu
 from triton_textops.ops.wordpiece import (
     COUNT_PIECES,
     ENCODE_FUSED,
@@ -168,9 +168,9 @@ class BertTokenizer:
 
     def runs_on_cpu(self, texts: Any, gpu_min_batch: Any) -> bool:
         """Whether a batch for this tokenizer runs on the CPU kernels although the tokenizer is on a GPU: fewer
-        than ``gpu_min_batch`` texts (None: :data:`triton_textops.ops.kernels.GPU_MIN_BATCH`, which says why)."""
-        gpu_min_batch = check_int("gpu_min_batch", K.GPU_MIN_BATCH if gpu_min_batch is None else gpu_min_batch, 0)
-        return self.target != "cpu" and self.backend == "native" and count_texts(texts) < gpu_min_batch
+        than ``gpu_min_batch`` texts (:func:`~triton_textops.ops.text.runs_on_cpu`; the cuDF backend never:
+        its pieces differ from ours)."""
+        return runs_on_cpu(self.target, texts, gpu_min_batch) and self.backend == "native"
 
     @classmethod
     def from_vocab(
