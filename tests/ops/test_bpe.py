@@ -1,0 +1,173 @@
+"""Byte-level BPE: exact ids against tiktoken (rank files) and HF tokenizers (tokenizer.json, GPT-2 files)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests import bpe_oracles as O
+from triton_textops.errors import InputError
+from triton_textops.ops.bpe.tokenizer import BPETokenizer
+
+tiktoken = pytest.importorskip("tiktoken")
+tokenizers = pytest.importorskip("tokenizers")
+
+AUSTEN = [json.loads(x)["text"] for x in
+          (O.Path(__file__).parents[2] / "triton_textops" / "data" / "austen-paragraphs.jsonl").read_text().splitlines()]
+CODE = (O.Path(__file__).parents[2] / "triton_textops" / "ops" / "bpe" / "pretok.py").read_text().split("\n\n")
+TEXTS = AUSTEN[:400] + CODE + O.BPE_ADVERSARIAL + O.random_texts(1, 300)
+RANKED = ["gpt2", "cl100k_base", "o200k_base", "qwen2"]
+
+
+@pytest.fixture(scope="module", params=RANKED)
+def ranked(request: pytest.FixtureRequest) -> tuple[str, BPETokenizer]:
+    name = request.param
+    if name == "gpt2":
+        return name, BPETokenizer.from_gpt2_files(O.DATA / "encoder.json", O.DATA / "vocab.bpe")
+    return name, BPETokenizer.from_tiktoken(O.DATA / O.RANK_FILES[name], encoding=name)
+
+
+def _nfc(name: str, texts: list[str]) -> list[str]:
+    if name != "qwen2":
+        return texts
+    from tokenizers.normalizers import NFC  # noqa: PLC0415  (the oracle's NFC, as our tables)
+
+    return [NFC().normalize_str(t) for t in texts]
+
+
+def _diff(got: list[list[int]], exp: list[list[int]], texts: list[str]) -> list[tuple[str, list, list]]:
+    return [(texts[i][:60], got[i][:12], exp[i][:12]) for i in range(len(texts)) if got[i] != exp[i]][:3]
+
+
+def test_ranked_exact(ranked: tuple[str, BPETokenizer]) -> None:
+    name, tok = ranked
+    enc = O.tiktoken_encoding(name)
+    assert not _diff(tok.encode(TEXTS).tolist(), enc.encode_ordinary_batch(_nfc(name, TEXTS)), TEXTS)
+
+
+def test_ranked_every_code_point(ranked: tuple[str, BPETokenizer]) -> None:
+    name, tok = ranked
+    texts = O.every_code_point_texts()
+    enc = O.tiktoken_encoding(name)
+    assert not _diff(tok.encode(texts).tolist(), enc.encode_ordinary_batch(_nfc(name, texts)), texts)
+
+
+def test_ranked_specials(ranked: tuple[str, BPETokenizer]) -> None:
+    name, tok = ranked
+    enc = O.tiktoken_encoding(name)
+    texts = [t for t in O.BPE_ADVERSARIAL if "<|" in t] + ["<|endoftext|>", "a<|endoftext|>b <|endoftext|><|endoftext|>"]
+    assert tok.encode(texts, allowed_special="all").tolist() == [enc.encode(t, allowed_special="all")
+                                                                  for t in _nfc(name, texts)]
+    with pytest.raises(InputError, match="row 0: .*disallowed special"):
+        tok.encode(["x <|endoftext|>"], disallowed_special="all")
+    with pytest.raises(ValueError):
+        enc.encode("x <|endoftext|>")  # tiktoken's own check, which disallowed_special="all" mirrors
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=6))
+def test_ranked_hypothesis(texts: list[str]) -> None:
+    texts = [t.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for t in texts]
+    for name in ("cl100k_base", "o200k_base"):
+        tok = _ranked_cached(name)
+        assert tok.encode(texts).tolist() == O.tiktoken_encoding(name).encode_ordinary_batch(texts)
+
+
+_CACHE: dict[str, BPETokenizer] = {}
+
+
+def _ranked_cached(name: str) -> BPETokenizer:
+    if name not in _CACHE:
+        _CACHE[name] = BPETokenizer.from_tiktoken(O.DATA / O.RANK_FILES[name], encoding=name)
+    return _CACHE[name]
+
+
+@pytest.fixture(scope="module")
+def llama3(tmp_path_factory: pytest.TempPathFactory) -> tuple[BPETokenizer, object]:
+    d = tmp_path_factory.mktemp("llama3")
+    O.write_tokenizer_json(d, "cl100k_base", family_pattern=O.LLAMA3_PATTERN, bos="<|begin_of_text|>",
+                           added=O.LLAMA3_ADDED)
+    return BPETokenizer.from_pretrained(d), tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+
+
+def test_llama3_style_tokenizer_json(llama3: tuple) -> None:
+    ours, hf = llama3
+    texts = TEXTS + ["<|begin_of_text|>x<|eot_id|> <|plain|> a<|plain|>b", "<|begin_of_text|"]
+    for specials in (True, False):
+        exp = [e.ids for e in hf.encode_batch(texts, add_special_tokens=specials)]
+        assert not _diff(ours.encode(texts, add_special_tokens=specials).tolist(), exp, texts)
+
+
+def test_hf_gpt2_files() -> None:
+    from tokenizers import ByteLevelBPETokenizer  # noqa: PLC0415
+
+    hf = ByteLevelBPETokenizer(str(O.DATA / "encoder.json"), str(O.DATA / "vocab.bpe"))
+    ours = BPETokenizer.from_gpt2_files(O.DATA / "encoder.json", O.DATA / "vocab.bpe")
+    exp = [e.ids for e in hf.encode_batch(TEXTS)]
+    assert not _diff(ours.encode(TEXTS).tolist(), exp, TEXTS)
+
+
+def test_decode_roundtrip(ranked: tuple[str, BPETokenizer]) -> None:
+    name, tok = ranked
+    texts = _nfc(name, TEXTS[:200])
+    r = tok.encode(texts)
+    assert tok.decode(r.ids, r.offsets) == [t.encode() for t in texts]
+    ids = np.array([tok.encode(["é"]).ids[0]], dtype=np.int64) if name != "qwen2" else None
+    if ids is not None and len(tok.encode(["é"]).ids) > 1:  # half a character: U+FFFD, as HF's decoder
+        assert tok.decode(ids, [0, 1], errors="replace") == [tok.token_bytes(int(ids[0])).decode("utf-8", "replace")]
+    with pytest.raises(InputError, match="row 1: token 0 is not an id"):
+        tok.decode([1, tok.n_ids], [0, 1, 2])
+
+
+def test_encode_rows(llama3: tuple) -> None:
+    ours, hf = llama3
+    texts = ["hello world, this is a longer text", "", "short"]
+    for side in ("left", "right"):
+        for trunc in ("left", "right"):
+            rows = ours.encode_rows(texts, max_length=6, padding_side=side, truncation_side=trunc, pad_id=7)
+            hf.enable_truncation(6, direction=trunc)
+            hf.enable_padding(direction=side, pad_id=7, length=6)
+            encs = hf.encode_batch(texts)
+            assert rows.input_ids.tolist() == [e.ids for e in encs]
+            assert rows.attention_mask.tolist() == [e.attention_mask for e in encs]
+    hf.no_truncation()
+    hf.no_padding()
+
+
+def test_bad_input() -> None:
+    tok = _ranked_cached("cl100k_base")
+    with pytest.raises(InputError, match="row 1: text is not valid UTF-8"):
+        tok.encode([b"ok", b"\xff bad"])
+    assert tok.encode([]).tolist() == []
+    assert tok.encode(["", ""]).tolist() == [[], []]
+    big = "word " * 2_000_000  # 10 MB
+    assert tok.encode([big]).tolist()[0] == O.tiktoken_encoding("cl100k_base").encode_ordinary(big)
+
+
+def test_load_errors(tmp_path: O.Path) -> None:
+    d = tmp_path / "x"
+    O.write_tokenizer_json(d, "cl100k_base", family_pattern=r"\p{L}+|\s+", added=[])
+    with pytest.raises(ValueError, match="pre_tokenizer.pretokenizers\\[0\\].pattern .* not a known pattern"):
+        BPETokenizer.from_pretrained(d)
+    with pytest.raises(ValueError, match="encoding must be one of"):
+        BPETokenizer.from_tiktoken(O.DATA / "cl100k_base.tiktoken", encoding="cl200k")
+
+
+def test_long_runs_not_quadratic() -> None:
+    import time  # noqa: PLC0415
+
+    tok = _ranked_cached("cl100k_base")
+    for unit in ("a", "7", "😀", "ab"):
+        small, big = unit * 100_000, unit * 1_000_000
+        t0 = time.perf_counter()
+        tok.encode([small])
+        t1 = time.perf_counter()
+        r = tok.encode([big])
+        t2 = time.perf_counter()
+        assert (t2 - t1) < 30 * (t1 - t0) + 0.05, unit  # 10x the input: ~10x the time, never ~100x
+        if unit == "a":
+            assert r.tolist()[0] == O.tiktoken_encoding("cl100k_base").encode_ordinary(big)

@@ -1,0 +1,268 @@
+"""The BPE encode kernels: one thread per text, from raw UTF-8 to token ids in one pass over the text.
+
+Per text: check its span and its UTF-8; split it at the added tokens matched in the raw text (HF's non-normalized
+added tokens, tiktoken's allowed specials); normalize each segment between them when the format says so (NFC,
+``add_prefix_space``) into the text's byte scratch; split that at the normalized added tokens; pre-tokenize the
+rest with the family's scanner (:mod:`~triton_textops.ops.bpe.pretok`) and merge each pre-token
+(:mod:`~triton_textops.ops.bpe.merge`). Ids go to the text's own scratch region, sized from its length before
+the launch (no count pass); every write is bounds-checked against that region.
+
+Kernels: :data:`ENCODE_IDS` (ids into scratch + a count or status per text), :data:`COMPACT` (scratch -> the flat
+ragged ids), :data:`ENCODE_ROWS` (ids straight into fixed-length padded rows + mask: one launch).
+"""
+
+from __future__ import annotations
+
+from triton_textops.ops import kernels as K
+from triton_textops.ops.bpe.merge import encode_piece
+from triton_textops.ops.bpe.nfc import nfc_quick, nfc_write
+from triton_textops.ops.bpe.pretok import pretoken_end
+from triton_textops.ops.text import utf8_valid
+
+# cfg (int64 array) entries
+C_FAMILY, C_NFC, C_PREFIX_SPACE, C_MULT, C_EXTRA, C_NPRE, C_NSUF, C_IDS = range(8)  # then prefix, suffix ids
+# adds tuple: (pool uint8, off int64 m+1, id int64 m, flags int64 m, by_first int64 259) sorted by first byte;
+# by_first[b] .. by_first[b+1]: the tokens starting with byte b; by_first[257], [258]: how many match raw / normalized
+A_POOL, A_OFF, A_ID, A_FLAGS, A_FIRST = range(5)
+F_MATCH, F_DISALLOWED, F_NORMALIZED = 1, 2, 4  # added-token flags: split it out / refuse it / match it after normalizing
+# status of a text (count row): why it has no ids
+OK, BAD_UTF8, SIZE_BOUND, BAD_SPAN, DISALLOWED, TOO_LONG = 0, 1, 2, 3, 6, 5
+MAX_TEXT_BYTES = (1 << 31) - 1 - 64  # longest text: scratch indices are int32 within a text's region
+S_NBUF, S_WORK, S_IDS = range(3)  # the scratch tuple: normalized bytes, merge work rows, ids
+
+
+@K.device
+def next_added(buf, pos, end, adds, normalized):
+    """Leftmost-longest added token of the set ``normalized`` (0: matched in the raw text, F_NORMALIZED: after
+    normalization) in ``buf[pos:end]``: (start, end, index), or (end, end, -1)."""
+    pool = adds[A_POOL]
+    off = adds[A_OFF]
+    flags = adds[A_FLAGS]
+    first = adds[A_FIRST]
+    if first[257 + (normalized != 0)] == 0:  # no token of this set
+        return end, end, -1
+    for p in range(pos, end):
+        b = buf[p]
+        best = -1
+        best_len = 0
+        for k in range(first[b], first[b + 1]):
+            f = flags[k]
+            if (f & (F_MATCH | F_DISALLOWED)) == 0 or (f & F_NORMALIZED) != normalized:
+                continue
+            ln = off[k + 1] - off[k]
+            if ln <= best_len or p + ln > end:
+                continue
+            same = True
+            for j in range(1, ln):
+                if buf[p + j] != pool[off[k] + j]:
+                    same = False
+                    break
+            if same:
+                best = k
+                best_len = ln
+        if best >= 0:
+            return p, p + best_len, best
+    return end, end, -1
+
+
+@K.device
+def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, wb, o, cap):
+    """Ids of ``buf[lo:hi]`` (a normalized segment): split at the normalized added tokens, pre-tokenize and merge
+    the rest. Returns the new ``o``, or -1 when the text's ids region (``cap``) or a disallowed token stops it
+    (-1 - DISALLOWED)."""
+    ids = scr[S_IDS]
+    family = cfg[C_FAMILY]
+    pos = lo
+    while pos < hi:
+        s, e, k = next_added(buf, pos, hi, adds, F_NORMALIZED)
+        i = pos
+        while i < s:
+            j = pretoken_end(family, buf, i, s, ctab)
+            if o + (j - i) > cap:
+                return -1
+            o = encode_piece(buf, i, j, voc, scr[S_WORK], wb, ids, o)
+            i = j
+        if k < 0:
+            break
+        if adds[A_FLAGS][k] & F_DISALLOWED:
+            return -1 - DISALLOWED
+        if o >= cap:
+            return -1
+        ids[o] = adds[A_ID][k]
+        o += 1
+        pos = e
+    return o
+
+
+@K.device
+def encode_segment(data, lo, hi, voc, ctab, adds, ntab, cfg, scr, nb, wb, o, cap):
+    """A segment of the raw text between raw-matched added tokens: normalized into the byte scratch (the text's
+    region ``nb .. cap``) when the format normalizes it, then :func:`encode_span`."""
+    nbuf = scr[S_NBUF]
+    prefix = cfg[C_PREFIX_SPACE] != 0 and data[lo] != 32
+    nfc = cfg[C_NFC] != 0 and nfc_quick(data, lo, hi, ntab)
+    if not prefix and not nfc:
+        return encode_span(data, lo, hi, voc, ctab, adds, cfg, scr, wb, o, cap)
+    w = nb
+    if prefix:
+        nbuf[w] = 32
+        w += 1
+    if nfc:
+        w = nfc_write(data, lo, hi, nbuf, w, cap, ntab)
+        if w < 0:
+            return -1
+    else:
+        if w + (hi - lo) > cap:
+            return -1
+        for i in range(lo, hi):
+            nbuf[w] = data[i]
+            w += 1
+    return encode_span(nbuf, nb, w, voc, ctab, adds, cfg, scr, wb, o, cap)
+
+
+@K.device
+def encode_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
+    """Ids of text ``t`` into its scratch region; ``cnt[t]``: their number, or -1 - status."""
+    n_data = data.shape[0]
+    lo = offsets[t]
+    hi = offsets[t + 1]
+    if lo < 0 or hi < lo or hi > n_data:
+        cnt[t] = -1 - BAD_SPAN
+        return
+    if hi - lo > MAX_TEXT_BYTES:
+        cnt[t] = -1 - TOO_LONG
+        return
+    if not utf8_valid(data, lo, hi):
+        cnt[t] = -1 - BAD_UTF8
+        return
+    mult = cfg[C_MULT]
+    extra = cfg[C_EXTRA]
+    base = mult * offsets[t] + extra * t  # this text's region in every scratch array
+    cap = base + mult * (hi - lo) + extra
+    if cap > scr[S_IDS].shape[0] or cap > scr[S_WORK].shape[1]:
+        cnt[t] = -1 - SIZE_BOUND
+        return
+    o = base
+    npre = cfg[C_NPRE]
+    for k in range(npre):
+        scr[S_IDS][o] = cfg[C_IDS + k]
+        o += 1
+    pos = lo
+    while pos < hi:
+        s, e, k = next_added(data, pos, hi, adds, 0)
+        if s > pos:
+            if cfg[C_NFC] != 0 or cfg[C_PREFIX_SPACE] != 0:
+                o = encode_segment(data, pos, s, voc, ctab, adds, ntab, cfg, scr, base, base, o, cap)
+            else:
+                o = encode_span(data, pos, s, voc, ctab, adds, cfg, scr, base, o, cap)
+            if o < 0:
+                cnt[t] = -1 - (DISALLOWED if o == -1 - DISALLOWED else SIZE_BOUND)
+                return
+        if k < 0:
+            break
+        if adds[A_FLAGS][k] & F_DISALLOWED:
+            cnt[t] = -1 - DISALLOWED
+            return
+        if o >= cap:
+            cnt[t] = -1 - SIZE_BOUND
+            return
+        scr[S_IDS][o] = adds[A_ID][k]
+        o += 1
+        pos = e
+    for k in range(cfg[C_NSUF]):
+        if o >= cap:
+            cnt[t] = -1 - SIZE_BOUND
+            return
+        scr[S_IDS][o] = cfg[C_IDS + npre + k]
+        o += 1
+    cnt[t] = o - base
+
+
+def _encode_cpu(share, shares, n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
+    for t in range(share, n, shares):
+        encode_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+
+
+def _encode_gpu(n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
+    from numba import cuda  # noqa: PLC0415
+
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        encode_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+
+
+ENCODE_IDS = (K.cpu(_encode_cpu), K.gpu(_encode_gpu))
+
+
+@K.device
+def compact_text(t, offsets, cfg, scr, out_off, out):
+    """Copy text ``t``'s ids from its scratch region to ``out[out_off[t]:out_off[t+1]]``."""
+    base = cfg[C_MULT] * offsets[t] + cfg[C_EXTRA] * t
+    a = out_off[t]
+    ids = scr[S_IDS]
+    for k in range(out_off[t + 1] - a):
+        out[a + k] = ids[base + k]
+
+
+def _compact_cpu(share, shares, n, offsets, cfg, scr, out_off, out):
+    for t in range(share, n, shares):
+        compact_text(t, offsets, cfg, scr, out_off, out)
+
+
+def _compact_gpu(n, offsets, cfg, scr, out_off, out):
+    from numba import cuda  # noqa: PLC0415
+
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        compact_text(t, offsets, cfg, scr, out_off, out)
+
+
+COMPACT = (K.cpu(_compact_cpu), K.gpu(_compact_gpu))
+
+
+@K.device
+def row_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
+    """Text ``t`` tokenized, then written as row ``t`` of ``rows`` (ids, mask): the format's prefix / suffix ids
+    kept, the content truncated on the right or left to fit, padded with ``pad_id`` on the right or left."""
+    encode_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+    width = rows.shape[2]
+    n = cnt[t]
+    if n < 0:
+        for k in range(width):
+            rows[0, t, k] = pad_id
+            rows[1, t, k] = 0
+        return
+    base = cfg[C_MULT] * offsets[t] + cfg[C_EXTRA] * t
+    npre = cfg[C_NPRE]
+    nsuf = cfg[C_NSUF]
+    content = n - npre - nsuf
+    room = width - npre - nsuf
+    keep = content if content < room else room
+    skip = content - keep if left_trunc else 0
+    used = npre + keep + nsuf
+    at = width - used if left_pad else 0
+    ids = scr[S_IDS]
+    for k in range(width):
+        rows[0, t, k] = pad_id
+        rows[1, t, k] = 0
+    for k in range(npre):
+        rows[0, t, at + k] = ids[base + k]
+    for k in range(keep):
+        rows[0, t, at + npre + k] = ids[base + npre + skip + k]
+    for k in range(nsuf):
+        rows[0, t, at + npre + keep + k] = ids[base + npre + content + k]
+    for k in range(used):
+        rows[1, t, at + k] = 1
+
+
+def _rows_cpu(share, shares, n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
+    for t in range(share, n, shares):
+        row_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc)
+
+
+def _rows_gpu(n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
+    from numba import cuda  # noqa: PLC0415
+
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        row_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc)
+
+
+ENCODE_ROWS = (K.cpu(_rows_cpu), K.gpu(_rows_gpu))

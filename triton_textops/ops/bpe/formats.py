@@ -1,0 +1,337 @@
+"""The files a byte-level BPE user brings, read offline into one :class:`BPESpec`.
+
+- tiktoken rank files (``base64(bytes) rank`` per line): the pattern and special tokens of each named encoding
+  are tiktoken's own (``tiktoken_ext/openai_public.py``); ``qwen2`` is Qwen's (``qwen.tiktoken``: its pattern,
+  ``<|endoftext|>``, ``<|im_start|>``, ``<|im_end|>``, ``<|extra_0..204|>`` from id 151643, and NFC).
+- HF ``tokenizer.json`` (``model.type`` BPE) with ``tokenizer_config.json`` beside it when present.
+- GPT-2's ``encoder.json`` + ``vocab.bpe``.
+
+Everything a format says that the kernels do not implement is a :class:`ValueError` naming the field, never a
+silent approximation. A pattern is recognized by its exact string (:data:`PATTERNS`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# ------------------------------------------------------------------------------------------- patterns
+GPT2, CL100K, QWEN2, O200K, WHOLE = range(5)  # pre-tokenizer families (WHOLE: a segment is one pre-token)
+FAMILY_NAMES = {GPT2: "gpt2", CL100K: "cl100k", QWEN2: "qwen2", O200K: "o200k", WHOLE: "none"}
+_O200K = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
+])
+PATTERNS = {  # the exact strings recognized, each with its scanner family
+    r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""": GPT2,
+    r"""'s|'t|'re|'ve|'m|'ll|'d| ?[\p{L}]+| ?[\p{N}]+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""": GPT2,
+    r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s""": GPT2,
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""": CL100K,  # noqa: E501
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""": CL100K,  # noqa: E501
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""": QWEN2,  # noqa: E501
+    _O200K: O200K,
+}
+GPT2_PATTERN = next(p for p, f in PATTERNS.items() if f == GPT2)
+
+# tiktoken's named encodings: (family, special tokens, NFC)
+_ENDOFTEXT, _FIM = "<|endoftext|>", ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>")
+ENCODINGS: dict[str, tuple[int, dict[str, int], bool]] = {
+    "gpt2": (GPT2, {_ENDOFTEXT: 50256}, False),
+    "r50k_base": (GPT2, {_ENDOFTEXT: 50256}, False),
+    "p50k_base": (GPT2, {_ENDOFTEXT: 50256}, False),
+    "cl100k_base": (CL100K, {_ENDOFTEXT: 100257, _FIM[0]: 100258, _FIM[1]: 100259, _FIM[2]: 100260,
+                             "<|endofprompt|>": 100276}, False),
+    "o200k_base": (O200K, {_ENDOFTEXT: 199999, "<|endofprompt|>": 200018}, False),
+    "qwen2": (QWEN2, {t: 151643 + i for i, t in enumerate(
+        (_ENDOFTEXT, "<|im_start|>", "<|im_end|>") + tuple(f"<|extra_{i}|>" for i in range(205)))}, True),
+}
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> printable character map (the alphabet of byte-level vocabularies)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+BYTE_CHAR = bytes_to_unicode()
+CHAR_BYTE = {c: b for b, c in BYTE_CHAR.items()}
+
+
+def _unmap(token: str) -> bytes | None:
+    """The bytes of a byte-level vocabulary string, or None when a character is outside the alphabet."""
+    try:
+        return bytes(CHAR_BYTE[c] for c in token)
+    except KeyError:
+        return None
+
+
+@dataclass
+class AddedToken:
+    """A token matched in the raw text before pre-tokenization (HF ``added_tokens``, tiktoken specials)."""
+
+    content: bytes
+    id: int
+    special: bool = True
+    normalized: bool = False
+    lstrip: bool = False
+    rstrip: bool = False
+    single_word: bool = False
+
+
+@dataclass
+class BPESpec:
+    """Everything the kernels need of a byte-level BPE tokenizer, format-independent.
+
+    ``vocab``: bytes -> id of the model's tokens. ``merges``: ranked (left bytes, right bytes) pairs (HF / GPT-2
+    files); ``None`` for tiktoken rank files, whose rule is "merge the adjacent pair whose concatenation has the
+    lowest rank" (:meth:`pair_table` turns both into one (left id, right id) -> (rank, result) table).
+    ``ignore_merges``: a pre-token that is itself a token is emitted whole (tiktoken always; HF when set)."""
+
+    vocab: dict[bytes, int]
+    merges: list[tuple[bytes, bytes]] | None
+    family: int
+    ignore_merges: bool
+    added: list[AddedToken] = field(default_factory=list)
+    nfc: bool = False
+    add_prefix_space: bool = False
+    prefix: list[int] = field(default_factory=list)  # TemplateProcessing's special ids before / after the text
+    suffix: list[int] = field(default_factory=list)
+    decode_bytes: dict[int, bytes] = field(default_factory=dict)  # ids whose decoded bytes are not vocab bytes
+    source: str = ""
+    config: dict[str, Any] = field(default_factory=dict)  # tokenizer_config.json, when present
+
+    @property
+    def n_ids(self) -> int:
+        ids = list(self.vocab.values()) + [a.id for a in self.added]
+        return max(ids) + 1 if ids else 0
+
+    def pair_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(left id, right id, rank, result id) of every merge, as int64 arrays."""
+        vocab = self.vocab
+        if self.merges is not None:
+            left, right, rank, result = [], [], [], []
+            for r, (a, b) in enumerate(self.merges):
+                ia, ib, ic = vocab.get(a), vocab.get(b), vocab.get(a + b)
+                if ia is None or ib is None or ic is None:
+                    continue  # HF skips such a merge too (its symbols never exist)
+                left.append(ia)
+                right.append(ib)
+                rank.append(r)
+                result.append(ic)
+            return tuple(np.asarray(x, dtype=np.int64) for x in (left, right, rank, result))  # type: ignore[return-value]
+        left, right, rank = [], [], []
+        for tok, i in vocab.items():
+            for k in range(1, len(tok)):
+                a, b = vocab.get(tok[:k]), vocab.get(tok[k:])
+                if a is not None and b is not None:
+                    left.append(a)
+                    right.append(b)
+                    rank.append(i)
+        rk = np.asarray(rank, dtype=np.int64)
+        return np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64), rk, rk.copy()
+
+
+# ------------------------------------------------------------------------------------------- readers
+
+
+def _read_bytes(path: str | os.PathLike, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} not found: {path}") from None
+
+
+def read_tiktoken(path: str | os.PathLike, encoding: str) -> BPESpec:
+    """A ``.tiktoken`` rank file with the pattern and specials of the named encoding."""
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding must be one of {', '.join(ENCODINGS)}, got {encoding!r}")
+    family, specials, nfc = ENCODINGS[encoding]
+    vocab: dict[bytes, int] = {}
+    for n, line in enumerate(_read_bytes(path, "tiktoken rank file").splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            vocab[base64.b64decode(parts[0], validate=True)] = int(parts[1])
+        except ValueError:
+            raise ValueError(f"{path}: line {n} is not 'base64(token) rank'") from None
+    _check_bytes(vocab, path)
+    clash = sorted(i for i in specials.values() if i in set(vocab.values()))
+    if clash:
+        raise ValueError(f"{path}: special token ids {clash[:5]} of encoding {encoding!r} are ranks of the file: "
+                         f"is it the {encoding} file?")
+    added = [AddedToken(t.encode(), i) for t, i in specials.items()]
+    return BPESpec(vocab, None, family, True, added, nfc=nfc, source=f"{path} ({encoding})")
+
+
+def _check_bytes(vocab: dict[bytes, int], where: Any) -> None:
+    missing = [b for b in range(256) if bytes([b]) not in vocab]
+    if missing:
+        raise ValueError(f"{where}: the vocabulary lacks single-byte tokens for bytes {missing[:8]}: not a byte-level "
+                         "BPE vocabulary")
+
+
+def read_gpt2_files(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> BPESpec:
+    """GPT-2's original ``encoder.json`` (token string -> id) and ``vocab.bpe`` (ranked merges)."""
+    encoder = json.loads(_read_bytes(encoder_json, "encoder.json"))
+    merges = _merge_lines(_read_bytes(vocab_bpe, "vocab.bpe").decode("utf-8").split("\n"), vocab_bpe)
+    vocab = _byte_vocab(encoder, encoder_json, "")
+    spec = BPESpec(vocab, merges, GPT2, False, source=f"{encoder_json} + {vocab_bpe}")
+    if "<|endoftext|>" in encoder:
+        spec.added = [AddedToken(b"<|endoftext|>", encoder["<|endoftext|>"])]
+    return spec
+
+
+def _merge_lines(lines: list[str], where: Any) -> list[tuple[bytes, bytes]]:
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line or (n == 1 and line.startswith("#version")):
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2:
+            raise ValueError(f"{where}: merge line {n} is not two tokens separated by a space: {line!r}")
+        out.append(_merge_pair(parts, where, n))
+    return out
+
+
+def _merge_pair(parts: list[str], where: Any, n: int) -> tuple[bytes, bytes]:
+    a, b = _unmap(parts[0]), _unmap(parts[1])
+    if a is None or b is None:
+        raise ValueError(f"{where}: merge {n} ({parts[0]!r} {parts[1]!r}) has characters outside the byte-level "
+                         "alphabet")
+    return a, b
+
+
+def _byte_vocab(vocab: dict[str, int], where: Any, field_name: str) -> dict[bytes, int]:
+    out: dict[bytes, int] = {}
+    for tok, i in vocab.items():
+        b = _unmap(tok)
+        if b is None:
+            continue  # not a byte-level string (an added token's text listed in the vocab): reachable only whole
+        out[b] = int(i)
+    _check_bytes(out, f"{where} {field_name}".strip())
+    return out
+
+
+def read_tokenizer_json(directory: str | os.PathLike) -> BPESpec:
+    """HF ``tokenizer.json`` (+ ``tokenizer_config.json``): a byte-level BPE model, or a ValueError naming the
+    field this package does not implement."""
+    d = Path(directory)
+    path = d / "tokenizer.json" if d.is_dir() else d
+    doc = json.loads(_read_bytes(path, "tokenizer.json"))
+    model = doc.get("model") or {}
+    where = str(path)
+
+    def refuse(field_name: str, value: Any, why: str = "is not supported") -> None:
+        raise ValueError(f"{where}: {field_name} = {json.dumps(value)[:120]} {why}")
+
+    if model.get("type") != "BPE":
+        refuse("model.type", model.get("type"), "is not supported (byte-level BPE only)")
+    for key, ok in (("dropout", (None,)), ("continuing_subword_prefix", (None, "")), ("end_of_word_suffix", (None, "")),
+                    ("byte_fallback", (None, False))):
+        if model.get(key) not in ok:
+            refuse(f"model.{key}", model.get(key))
+    vocab = _byte_vocab(model.get("vocab") or {}, where, "model.vocab")
+    raw_merges = model.get("merges") or []
+    merges = [_merge_pair(m.split(" ") if isinstance(m, str) else list(m), where, n)
+              for n, m in enumerate(raw_merges, 1)]
+    family, prefix_space = _pre_tokenizer(doc.get("pre_tokenizer"), refuse)
+    norm = doc.get("normalizer")
+    nfc = False
+    if norm is not None:
+        kinds = [n.get("type") for n in (norm.get("normalizers") if norm.get("type") == "Sequence" else [norm])]
+        if kinds != ["NFC"] and kinds:
+            refuse("normalizer", norm, "is not supported (NFC or none)")
+        nfc = bool(kinds)
+    dec = doc.get("decoder")
+    if dec is not None and dec.get("type") != "ByteLevel":
+        refuse("decoder", dec, "is not supported (ByteLevel or none)")
+    spec = BPESpec(vocab, merges, family, bool(model.get("ignore_merges", False)), nfc=nfc,
+                   add_prefix_space=prefix_space, source=where)
+    str_vocab = model.get("vocab") or {}
+    for t in doc.get("added_tokens") or []:
+        content = t["content"]
+        tid = int(t["id"])
+        spec.added.append(AddedToken(content.encode(), tid, bool(t.get("special", False)),
+                                     bool(t.get("normalized", not t.get("special", False))),
+                                     bool(t.get("lstrip", False)), bool(t.get("rstrip", False)),
+                                     bool(t.get("single_word", False))))
+        if str_vocab.get(content) is None:  # HF decodes an added token by its text through the ByteLevel decoder
+            mapped = _unmap(content)
+            spec.decode_bytes[tid] = mapped if mapped is not None else content.encode()
+    spec.prefix, spec.suffix = _template(doc.get("post_processor"), refuse)
+    cfg = d / "tokenizer_config.json" if d.is_dir() else d.parent / "tokenizer_config.json"
+    if cfg.is_file():
+        spec.config = json.loads(cfg.read_bytes())
+    return spec
+
+
+def _pre_tokenizer(pre: Any, refuse: Any) -> tuple[int, bool]:
+    """(family, add_prefix_space) of a ByteLevel / Split+ByteLevel pre-tokenizer."""
+    steps = (pre.get("pretokenizers") or []) if pre and pre.get("type") == "Sequence" else [pre]
+    family, prefix_space, byte_level = WHOLE, False, False
+    for i, step in enumerate(steps):
+        kind = (step or {}).get("type")
+        name = f"pre_tokenizer.pretokenizers[{i}]" if len(steps) > 1 or pre.get("type") == "Sequence" else "pre_tokenizer"
+        if kind == "ByteLevel" and not byte_level and i == len(steps) - 1:
+            byte_level = True
+            prefix_space = bool(step.get("add_prefix_space", False))
+            if step.get("use_regex", True):
+                if family != WHOLE:
+                    refuse(f"{name}.use_regex", True, "after a Split is not supported")
+                family = GPT2
+        elif kind == "Split" and family == WHOLE and not byte_level:
+            pat = (step.get("pattern") or {}).get("Regex")
+            if pat not in PATTERNS:
+                refuse(f"{name}.pattern", step.get("pattern"), "is not a known pattern (GPT-2, cl100k/Llama-3, "
+                       "Qwen2, o200k: the exact strings)")
+            if step.get("behavior") != "Isolated" or step.get("invert", False):
+                refuse(f"{name}.behavior", [step.get("behavior"), step.get("invert")], "is not supported (Isolated)")
+            family = PATTERNS[pat]
+        else:
+            refuse(name, step, "is not supported (ByteLevel, or Split(Regex) then ByteLevel)")
+    if not byte_level:
+        refuse("pre_tokenizer", pre, "has no ByteLevel step: not a byte-level BPE")
+    return family, prefix_space
+
+
+def _template(post: Any, refuse: Any) -> tuple[list[int], list[int]]:
+    """The special ids a TemplateProcessing adds before / after a single sequence."""
+    if post is None:
+        return [], []
+    steps = post.get("processors") if post.get("type") == "Sequence" else [post]
+    prefix: list[int] = []
+    suffix: list[int] = []
+    for step in steps:
+        kind = step.get("type")
+        if kind == "ByteLevel":
+            continue  # offsets only
+        if kind != "TemplateProcessing":
+            refuse("post_processor", post, "is not supported (TemplateProcessing, ByteLevel)")
+        seen = False
+        for item in step.get("single") or []:
+            if "Sequence" in item:
+                seen = True
+                continue
+            sid = item.get("SpecialToken", {}).get("id")
+            ids = (step.get("special_tokens") or {}).get(sid, {}).get("ids")
+            if ids is None:
+                refuse("post_processor.special_tokens", sid, "is missing from the template's special_tokens")
+            (suffix if seen else prefix).extend(int(x) for x in ids)
+    return prefix, suffix

@@ -1,0 +1,367 @@
+"""The merge step: a pre-token's bytes -> token ids, exactly as tiktoken / HF's BPE model.
+
+A pre-token is looked up whole first (:func:`lookup`): English words are single tokens, so most pre-tokens
+cost one hash probe. Only what is not emitted whole is merged (:func:`bpe_piece`): repeatedly the adjacent
+pair of lowest rank, leftmost on ties, through a (left id, right id) -> (rank, result) table that holds both
+rules (HF's ranked merges; tiktoken's "rank of the concatenated bytes", every split of every token). Pieces of
+up to :data:`SHORT` symbols rescan a linked list (as tiktoken does); longer ones keep an indexed min-heap
+keyed by (rank, position), so a 1 MB run of one letter is n log n, not quadratic.
+
+The tables (:class:`Vocab`) are built on the host by njit functions that share the kernels' hash arithmetic.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from triton_textops.ops import kernels as K
+from triton_textops.ops.bpe.formats import BPESpec
+
+SHORT = 48  # pieces of more symbols use the heap
+NO_PAIR = 0x7FFFFFFF  # rank of a symbol with no mergeable right neighbour
+# the vocabulary tuple a kernel takes (one argument): indices of its arrays
+POOL, TOK_OFF, SLOTS, PAIR_KEYS, PAIR_VALS, BYTE_IDS, WHOLE_OK, VCONST = range(8)
+SLOT_MASK, PAIR_MASK, MAX_PROBE, PAIR_PROBE, N_IDS = range(5)  # entries of the constants array
+
+
+@K.device(inline=True)
+def fnv(buf, lo, hi):
+    """32-bit FNV-1a of ``buf[lo:hi]``."""
+    h = 0x811C9DC5
+    for i in range(lo, hi):
+        h = ((h ^ int(buf[i])) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+@K.device(inline=True)
+def mix64(key):
+    """A 64-bit mix of a pair key (left * 2**32 + right) -> its home slot bits (as the host build)."""
+    h = key ^ (key >> 31)
+    h = (h * 0x7FB5D329728EA185) & 0x7FFFFFFFFFFFFFFF
+    return h ^ (h >> 27)
+
+
+@K.device(inline=True)
+def lookup(buf, lo, hi, voc):
+    """Id of the token whose bytes are ``buf[lo:hi]``, or -1. Every hit is verified on the bytes."""
+    pool = voc[POOL]
+    off = voc[TOK_OFF]
+    slots = voc[SLOTS]
+    mask = voc[VCONST][SLOT_MASK]
+    h = fnv(buf, lo, hi)
+    s = (h ^ (h >> 15)) & mask
+    n = hi - lo
+    for _ in range(voc[VCONST][MAX_PROBE] + 1):
+        v = slots[s]
+        if v < 0:
+            return -1
+        if (v >> 32) == (h & 0x7FFFFFFF):
+            tid = v & 0xFFFFFFFF
+            a = off[tid]
+            if off[tid + 1] - a == n:
+                same = True
+                for k in range(n):
+                    if pool[a + k] != buf[lo + k]:
+                        same = False
+                        break
+                if same:
+                    return tid
+        s = (s + 1) & mask
+    return -1
+
+
+@K.device(inline=True)
+def pair_of(a, b, voc):
+    """(rank, result id) of merging tokens ``a`` and ``b``, or (NO_PAIR, -1)."""
+    keys = voc[PAIR_KEYS]
+    key = (a << 32) | b
+    mask = voc[VCONST][PAIR_MASK]
+    s = mix64(key) & mask
+    for _ in range(voc[VCONST][PAIR_PROBE] + 1):
+        k = keys[s]
+        if k == key:
+            v = voc[PAIR_VALS][s]
+            return v >> 32, v & 0xFFFFFFFF
+        if k < 0:
+            break
+        s = (s + 1) & mask
+    return NO_PAIR, -1
+
+
+@K.device(inline=True)
+def heap_less(rk, x, y):
+    return rk[x] < rk[y] or (rk[x] == rk[y] and x < y)
+
+
+@K.device
+def heap_fix(heap, where, rk, base, size, at):
+    """Restore the min-heap ``heap[base:base+size]`` (symbol indices keyed by (rk, index)) around slot ``at``."""
+    x = heap[base + at]
+    while at > 0:  # up
+        p = (at - 1) >> 1
+        y = heap[base + p]
+        if not heap_less(rk, base + x, base + y):
+            break
+        heap[base + at] = y
+        where[base + y] = at
+        at = p
+    heap[base + at] = x
+    where[base + x] = at
+    while True:  # down
+        c = 2 * at + 1
+        if c >= size:
+            break
+        y = heap[base + c]
+        if c + 1 < size and heap_less(rk, base + heap[base + c + 1], base + y):
+            c += 1
+            y = heap[base + c]
+        if not heap_less(rk, base + y, base + x):
+            break
+        heap[base + at] = y
+        where[base + y] = at
+        at = c
+    heap[base + at] = x
+    where[base + x] = at
+
+
+@K.device
+def heap_remove(heap, where, rk, base, size, x):
+    """Remove symbol ``x`` from the heap of ``size`` entries; returns the new size."""
+    at = where[base + x]
+    size -= 1
+    if at != size:
+        heap[base + at] = heap[base + size]
+        where[base + heap[base + at]] = at
+        heap_fix(heap, where, rk, base, size, at)
+    return size
+
+
+@K.device
+def bpe_piece(buf, lo, hi, voc, work, base, out, o):
+    """BPE-merge the pre-token ``buf[lo:hi]`` and write its ids to ``out[o:]``; returns the new ``o``.
+
+    ``work``: :data:`N_WORK_ROWS` int32 rows (symbol id, next, rank; heap, slot in the heap, previous: long
+    pieces only) whose columns ``base .. base + hi - lo - 1`` are this piece's scratch."""
+    sym = work[0]
+    nxt = work[1]
+    rk = work[2]
+    hp = work[3]
+    n = hi - lo
+    byte_ids = voc[BYTE_IDS]
+    for k in range(n):
+        sym[base + k] = byte_ids[buf[lo + k]]
+        nxt[base + k] = k + 1
+    for k in range(n - 1):
+        r, t = pair_of(sym[base + k], sym[base + k + 1], voc)
+        rk[base + k] = r
+    rk[base + n - 1] = NO_PAIR
+    if n <= SHORT:
+        while True:
+            best = NO_PAIR
+            bi = -1
+            bp = -1
+            p = -1
+            k = 0
+            while k < n:
+                if rk[base + k] < best:
+                    best = rk[base + k]
+                    bi = k
+                    bp = p
+                p = k
+                k = nxt[base + k]
+            if bi < 0:
+                break
+            j = nxt[base + bi]
+            r, t = pair_of(sym[base + bi], sym[base + j], voc)
+            sym[base + bi] = t
+            nxt[base + bi] = nxt[base + j]
+            j = nxt[base + bi]
+            rk[base + bi] = pair_of(t, sym[base + j], voc)[0] if j < n else NO_PAIR
+            if bp >= 0:
+                rk[base + bp] = pair_of(sym[base + bp], t, voc)[0]
+    else:
+        # an indexed min-heap of the symbols that have a mergeable right neighbour (``where``: a symbol's slot
+        # in it), and back links (``prv``) to re-rank the left neighbour of each merge
+        where = work[4]
+        prv = work[5]
+        size = 0
+        for k in range(n):
+            prv[base + k] = k - 1
+            if rk[base + k] != NO_PAIR:
+                hp[base + size] = k
+                where[base + k] = size
+                size += 1
+        for at in range((size >> 1) - 1, -1, -1):  # heapify: sift down each inner slot
+            heap_fix(hp, where, rk, base, size, at)
+        while size > 0:
+            bi = hp[base]
+            j = nxt[base + bi]
+            r, t = pair_of(sym[base + bi], sym[base + j], voc)
+            sym[base + bi] = t
+            if rk[base + j] != NO_PAIR:
+                size = heap_remove(hp, where, rk, base, size, j)
+            nj = nxt[base + j]
+            nxt[base + bi] = nj
+            if nj < n:
+                prv[base + nj] = bi
+            rk[base + bi] = pair_of(t, sym[base + nj], voc)[0] if nj < n else NO_PAIR
+            if rk[base + bi] == NO_PAIR:
+                size = heap_remove(hp, where, rk, base, size, bi)
+            else:
+                heap_fix(hp, where, rk, base, size, where[base + bi])
+            p = prv[base + bi]
+            if p >= 0:
+                had = rk[base + p] != NO_PAIR
+                rk[base + p] = pair_of(sym[base + p], t, voc)[0]
+                if rk[base + p] == NO_PAIR:
+                    if had:
+                        size = heap_remove(hp, where, rk, base, size, p)
+                elif had:
+                    heap_fix(hp, where, rk, base, size, where[base + p])
+                else:
+                    hp[base + size] = p
+                    where[base + p] = size
+                    size += 1
+                    heap_fix(hp, where, rk, base, size, size - 1)
+    k = 0
+    while k < n:
+        out[o] = sym[base + k]
+        o += 1
+        k = nxt[base + k]
+    return o
+
+
+@K.device(inline=True)
+def encode_piece(buf, lo, hi, voc, work, base, out, o):
+    """Ids of the pre-token ``buf[lo:hi]`` into ``out[o:]``: the whole token when it is one (and the format
+    emits it whole), else its merges. Returns the new ``o``."""
+    if hi - lo == 1:
+        out[o] = voc[BYTE_IDS][buf[lo]]
+        return o + 1
+    tid = lookup(buf, lo, hi, voc)
+    if tid >= 0 and voc[WHOLE_OK][tid] != 0:
+        out[o] = tid
+        return o + 1
+    return bpe_piece(buf, lo, hi, voc, work, base, out, o)
+
+
+# ------------------------------------------------------------------------------ host-side table build
+
+N_WORK_ROWS = 6  # rows of the merge scratch (symbol, next, rank, heap, where, prev): int32 per byte
+
+
+@numba.njit(cache=True)
+def _fill_slots(pool, off, slots, mask):
+    """Insert every token (id order) into the open-addressing slots; returns the longest probe run."""
+    longest = 0
+    for tid in range(off.shape[0] - 1):
+        a = off[tid]
+        b = off[tid + 1]
+        if b == a:
+            continue
+        h = 0x811C9DC5
+        for i in range(a, b):
+            h = ((h ^ int(pool[i])) * 0x01000193) & 0xFFFFFFFF
+        s = (h ^ (h >> 15)) & mask
+        run = 0
+        while slots[s] >= 0:
+            s = (s + 1) & mask
+            run += 1
+        slots[s] = ((h & 0x7FFFFFFF) << 32) | tid  # 31 bits of the hash: a filled slot is >= 0
+        longest = max(longest, run)
+    return longest
+
+
+@numba.njit(cache=True)
+def _fill_pairs(left, right, rank, result, keys, vals, mask):
+    """Insert every merge (the lowest rank wins a repeated pair, as HF's first-listed merge does)."""
+    longest = 0
+    for m in range(left.shape[0]):
+        key = (left[m] << 32) | right[m]
+        h = key ^ (key >> 31)
+        h = (h * 0x7FB5D329728EA185) & 0x7FFFFFFFFFFFFFFF
+        s = (h ^ (h >> 27)) & mask
+        run = 0
+        while keys[s] >= 0 and keys[s] != key:
+            s = (s + 1) & mask
+            run += 1
+        if keys[s] == key:
+            if (vals[s] >> 32) <= rank[m]:
+                continue
+        keys[s] = key
+        vals[s] = (rank[m] << 32) | result[m]
+        longest = max(longest, run)
+    return longest
+
+
+class Vocab:
+    """A :class:`~triton_textops.ops.bpe.formats.BPESpec`'s merge tables as the kernels read them (host
+    arrays; :meth:`on` gives the kernels' tuple on a device)."""
+
+    def __init__(self, spec: BPESpec) -> None:
+        n_ids = spec.n_ids
+        if n_ids >= 1 << 31:
+            raise ValueError(f"{spec.source}: ids up to {n_ids - 1} do not fit int32")
+        lengths = np.zeros(n_ids, dtype=np.int64)
+        toks: list[bytes] = [b""] * n_ids
+        for tok, i in spec.vocab.items():
+            toks[i] = tok
+            lengths[i] = len(tok)
+        off = np.zeros(n_ids + 1, dtype=np.int64)
+        np.cumsum(lengths, out=off[1:])
+        pool = np.frombuffer(b"".join(toks), dtype=np.uint8)
+        size = 1 << max(4, (2 * max(len(spec.vocab), 1) - 1).bit_length())
+        slots = np.full(size, -1, dtype=np.int64)
+        max_probe = _fill_slots(pool, off, slots, size - 1)
+        left, right, rank, result = spec.pair_table()
+        if len(rank) and (rank.max() >= NO_PAIR or result.max() >= 1 << 31):
+            raise ValueError(f"{spec.source}: merge ranks / ids do not fit int32")
+        psize = 1 << max(4, (2 * max(len(left), 1) - 1).bit_length())
+        keys = np.full(psize, -1, dtype=np.int64)
+        vals = np.zeros(psize, dtype=np.int64)
+        pair_probe = _fill_pairs(left, right, rank, result, keys, vals, psize - 1)
+        byte_ids = np.array([spec.vocab[bytes([b])] for b in range(256)], dtype=np.int32)
+        whole = np.ones(n_ids, dtype=np.uint8)
+        consts = np.array([size - 1, psize - 1, max_probe, pair_probe, n_ids], dtype=np.int64)
+        self.host = (pool, off, slots, keys, vals, byte_ids, whole, consts)
+        if not spec.ignore_merges:  # whole only where merging the token's bytes gives the token itself
+            whole[:] = _self_reachable(self.host, off)
+        self.lengths = lengths
+        self.n_ids = n_ids
+
+    def on(self, target: str, xp: object) -> tuple:
+        """The tables on ``target``'s device, as the one tuple a kernel takes."""
+        return tuple(K.to_device(a, target, xp) for a in self.host)
+
+
+def _self_reachable(voc: tuple, off: np.ndarray) -> np.ndarray:
+    """1 for each id whose bytes merge into that id alone (HF without ``ignore_merges`` emits a pre-token whole
+    only then), 0 otherwise."""
+    n = off.shape[0] - 1
+    longest = int(np.diff(off).max()) if n else 0
+    work = np.zeros((N_WORK_ROWS, max(longest, 1)), dtype=np.int32)
+    out = np.zeros(max(longest, 1), dtype=np.int32)
+    flags = np.zeros(n, dtype=np.uint8)
+    _reach(voc, off, work, out, flags)
+    return flags
+
+
+def _reach_kernel(voc, off, work, out, flags):
+    """flags[tid] = 1 when the bytes of token ``tid`` merge into ``tid`` alone (a CPU kernel: see :func:`K.cpu`)."""
+    pool = voc[POOL]
+    for tid in range(off.shape[0] - 1):
+        a = off[tid]
+        b = off[tid + 1]
+        if b - a == 1:
+            flags[tid] = 1
+        elif b - a > 1:
+            o = bpe_piece(pool, a, b, voc, work, 0, out, 0)
+            flags[tid] = 1 if (o == 1 and out[0] == tid) else 0
+
+
+_REACH = K.cpu(_reach_kernel)
+
+
+def _reach(voc: tuple, off: np.ndarray, work: np.ndarray, out: np.ndarray, flags: np.ndarray) -> None:
+    _REACH(voc, off, work, out, flags)

@@ -1,0 +1,250 @@
+"""Pre-tokenizer scanners: the BPE families' regular expressions as hand-written device functions.
+
+Each scanner returns the end of the pre-token that starts at ``i``, exactly where the family's pattern
+(:data:`~triton_textops.ops.bpe.formats.PATTERNS`) would end its leftmost match there (every pattern matches
+at every position, so pre-tokens tile a segment). The regex engines' backtracking is spelled out: ``\\s+(?!\\S)``
+leaves a run's last whitespace character to the next token, ``\\s*[\\r\\n]+`` ends after the run's last
+line break, o200k's ``[UP]*[LO]+`` gives back the run's last character that is also ``LO``.
+
+Classes come from ``data/bpe_classes.npz``, measured on tiktoken and cross-checked on HF tokenizers by
+``scripts/gen_bpe_tables.py`` (never from the running Python's ``unicodedata``). The input is valid UTF-8
+(checked before), so code points are decoded without checks, but never past ``end``.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from triton_textops.ops import kernels as K
+from triton_textops.ops.bpe.formats import CL100K, GPT2, O200K, QWEN2
+
+CL_L, CL_N, CL_S, CL_UP, CL_LO, CL_W = 1, 2, 4, 8, 16, 32  # bits of the class table (see the script)
+APOS, CR, LF, SPACE, SLASH = 39, 13, 10, 32, 47
+
+
+@functools.cache
+def _host_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    with resources.as_file(resources.files("triton_textops") / "data" / "bpe_classes.npz") as p:
+        z = np.load(p)
+        return z["classes"], z["fold_cp"].astype(np.int64), z["fold_to"].astype(np.int64)
+
+
+def class_tables(target: str, xp: Any) -> tuple:
+    """(classes uint8 per code point, fold_cp, fold_to) on ``target``'s device, as one tuple argument."""
+    return tuple(K.to_device(a, target, xp) for a in _host_tables())
+
+
+@K.device(inline=True)
+def cp_at(buf, i, end):
+    """(code point, byte length) at ``buf[i]`` of valid UTF-8 (never reads at or past ``end``)."""
+    b0 = int(buf[i])
+    if b0 < 0x80:
+        return b0, 1
+    n = 2 if b0 < 0xE0 else (3 if b0 < 0xF0 else 4)
+    if i + n > end:
+        return 0xFFFD, end - i
+    cp = b0 & (0x1F if n == 2 else (0x0F if n == 3 else 0x07))
+    for j in range(1, n):
+        cp = (cp << 6) | (int(buf[i + j]) & 0x3F)
+    return cp, n
+
+
+@K.device(inline=True)
+def cls_at(buf, i, end, ctab):
+    """(class bits, byte length, code point) of the character at ``buf[i]``."""
+    cp, n = cp_at(buf, i, end)
+    return int(ctab[0][cp]), n, cp
+
+
+@K.device(inline=True)
+def fold_letter(cp, ctab):
+    """The ASCII lower-case letter ``cp`` matches case-insensitively in a contraction, or 0."""
+    if cp < 0x80:
+        return cp | 0x20 if 65 <= cp <= 90 else cp
+    fcp = ctab[1]
+    for k in range(fcp.shape[0]):
+        if fcp[k] == cp:
+            return int(ctab[2][k])
+    return 0
+
+
+@K.device
+def contraction(buf, i, end, fold, ctab):
+    """End of ``'s|'t|'re|'ve|'m|'ll|'d`` at ``buf[i]`` (an apostrophe), case-insensitive when ``fold``, or -1."""
+    if i + 1 >= end or buf[i] != APOS:
+        return -1
+    c1, n1 = cp_at(buf, i + 1, end)
+    a = fold_letter(c1, ctab) if fold else c1
+    j = i + 1 + n1
+    if a == 115 or a == 116 or a == 109 or a == 100:  # s t m d
+        return j
+    if j >= end or (a != 114 and a != 118 and a != 108):  # r v l
+        return -1
+    c2, n2 = cp_at(buf, j, end)
+    b = fold_letter(c2, ctab) if fold else c2
+    if (a == 108 and b == 108) or (a != 108 and b == 101):  # ll, re, ve
+        return j + n2
+    return -1
+
+
+@K.device
+def run_of(buf, j, end, ctab, mask, limit):
+    """End of the run of at most ``limit`` characters from ``j`` whose class has a bit of ``mask`` (``mask``
+    negative: whose class has none of ``-mask``'s bits)."""
+    k = 0
+    while j < end and k < limit:
+        c, n, cp = cls_at(buf, j, end, ctab)
+        if (c & mask) == 0 if mask > 0 else (c & -mask) != 0:
+            break
+        j += n
+        k += 1
+    return j
+
+
+@K.device
+def line_breaks(buf, j, end, slash):
+    """End of the run of ``\\r`` / ``\\n`` (and ``/`` when ``slash``) from ``j``."""
+    while j < end and (buf[j] == CR or buf[j] == LF or (slash and buf[j] == SLASH)):
+        j += 1
+    return j
+
+
+@K.device
+def whitespace_end(buf, i, end, ctab, breaks):
+    """The whitespace alternatives at ``i`` (a whitespace character): ``\\s*[\\r\\n]+`` when ``breaks``, then
+    ``\\s+(?!\\S)``, then ``\\s+``."""
+    j = i
+    last = i  # start of the run's last character
+    after_break = -1
+    while j < end:
+        c, n, cp = cls_at(buf, j, end, ctab)
+        if (c & CL_S) == 0:
+            break
+        last = j
+        j += n
+        if cp == CR or cp == LF:
+            after_break = j
+    if breaks and after_break > 0:
+        return after_break
+    if j == end or last == i:
+        return j
+    return last
+
+
+@K.device
+def punct_end(buf, j, end, ctab, breaks, slash):
+    """``[^\\s\\p{L}\\p{N}]+`` from ``j`` then, when ``breaks``, ``[\\r\\n]*`` (``[\\r\\n/]*`` with ``slash``)."""
+    j = run_of(buf, j, end, ctab, -(CL_S | CL_L | CL_N), 1 << 62)
+    return line_breaks(buf, j, end, slash) if breaks else j
+
+
+@K.device
+def scan_gpt2(buf, i, end, ctab):
+    """``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``"""
+    c, n, cp = cls_at(buf, i, end, ctab)
+    if cp == APOS:
+        e = contraction(buf, i, end, False, ctab)
+        if e > 0:
+            return e
+    j = i
+    if cp == SPACE and i + 1 < end:
+        c2, n2, cp2 = cls_at(buf, i + 1, end, ctab)
+        if (c2 & CL_S) == 0:
+            c, n, j = c2, n2, i + 1
+    if c & CL_L:
+        return run_of(buf, j + n, end, ctab, CL_L, 1 << 62)
+    if c & CL_N:
+        return run_of(buf, j + n, end, ctab, CL_N, 1 << 62)
+    if (c & CL_S) == 0:
+        return punct_end(buf, j + n, end, ctab, False, False)
+    return whitespace_end(buf, i, end, ctab, False)
+
+
+@K.device
+def scan_cl100k(buf, i, end, ctab, digits):
+    """cl100k / Llama-3 (``digits`` 3) and Qwen2 (``digits`` 1): ``(?i:'s|'t|'re|'ve|'m|'ll|'d)|
+    [^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``"""
+    c, n, cp = cls_at(buf, i, end, ctab)
+    if cp == APOS:
+        e = contraction(buf, i, end, True, ctab)
+        if e > 0:
+            return e
+    if c & CL_L:
+        return run_of(buf, i + n, end, ctab, CL_L, 1 << 62)
+    if c & CL_N:
+        return run_of(buf, i + n, end, ctab, CL_N, digits - 1)
+    c2 = 0
+    n2 = 0
+    if i + n < end:
+        c2, n2, cp2 = cls_at(buf, i + n, end, ctab)
+        if cp != CR and cp != LF and (c2 & CL_L):
+            return run_of(buf, i + n + n2, end, ctab, CL_L, 1 << 62)
+    if cp == SPACE and n2 > 0 and (c2 & (CL_S | CL_L | CL_N)) == 0:
+        return punct_end(buf, i + 1 + n2, end, ctab, True, False)
+    if (c & CL_S) == 0:
+        return punct_end(buf, i + n, end, ctab, True, False)
+    return whitespace_end(buf, i, end, ctab, True)
+
+
+@K.device
+def o200k_letters(buf, q, end, ctab, alt):
+    """End of o200k's letter alternative ``alt`` from ``q`` (1: ``[UP]*[LO]+``, 2: ``[UP]+[LO]*``), or -1."""
+    j = q
+    last_lo = -1  # end of the UP run's last character that is also LO (where [LO]+ can take over)
+    while j < end:
+        c, n, cp = cls_at(buf, j, end, ctab)
+        if (c & CL_UP) == 0:
+            break
+        j += n
+        if c & CL_LO:
+            last_lo = j
+    if alt == 2 and j == q:
+        return -1
+    lo_end = run_of(buf, j, end, ctab, CL_LO, 1 << 62)
+    if alt == 2 or lo_end > j:
+        return lo_end
+    return last_lo
+
+
+@K.device
+def scan_o200k(buf, i, end, ctab):
+    """o200k_base: ``[^\\r\\n\\p{L}\\p{N}]?[UP]*[LO]+C?|[^\\r\\n\\p{L}\\p{N}]?[UP]+[LO]*C?|\\p{N}{1,3}|
+    ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`` (C: a case-insensitive contraction)."""
+    c, n, cp = cls_at(buf, i, end, ctab)
+    lead = (c & (CL_L | CL_N)) == 0 and cp != CR and cp != LF
+    for alt in range(1, 3):
+        for take in range(2):
+            if take == 0 and not lead:
+                continue
+            e = o200k_letters(buf, i + n if take == 0 else i, end, ctab, alt)
+            if e > i:
+                k = contraction(buf, e, end, True, ctab)
+                return k if k > 0 else e
+    if c & CL_N:
+        return run_of(buf, i + n, end, ctab, CL_N, 2)
+    if cp == SPACE and i + 1 < end:
+        c2, n2, cp2 = cls_at(buf, i + 1, end, ctab)
+        if (c2 & (CL_S | CL_L | CL_N)) == 0:
+            return punct_end(buf, i + 1 + n2, end, ctab, True, True)
+    if (c & CL_S) == 0:
+        return punct_end(buf, i + n, end, ctab, True, True)
+    return whitespace_end(buf, i, end, ctab, True)
+
+
+@K.device
+def pretoken_end(family, buf, i, end, ctab):
+    """End of the pre-token of ``family`` that starts at ``buf[i]`` (``i < end``); a family without a pattern
+    (ByteLevel without regex) makes the whole segment one pre-token."""
+    if family == GPT2:
+        return scan_gpt2(buf, i, end, ctab)
+    if family == CL100K:
+        return scan_cl100k(buf, i, end, ctab, 3)
+    if family == QWEN2:
+        return scan_cl100k(buf, i, end, ctab, 1)
+    if family == O200K:
+        return scan_o200k(buf, i, end, ctab)
+    return end

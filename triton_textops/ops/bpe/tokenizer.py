@@ -1,0 +1,359 @@
+""":class:`BPETokenizer`: byte-level BPE exact to tiktoken (rank files) and HF tokenizers (tokenizer.json), on the
+CPU or the GPU, from one source.
+
+``encode`` gives ragged ids (two launches, one device-to-host copy: the counts and statuses), ``encode_rows``
+padded rows + mask (one launch, one copy: the statuses), ``decode`` the bytes of each text's tokens.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Collection
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Literal
+
+import numpy as np
+
+from triton_textops.errors import InputError
+from triton_textops.ops import kernels as K
+from triton_textops.ops.args import allocate, check_bool, check_ids_dtype, check_int
+from triton_textops.ops.bpe import formats as F
+from triton_textops.ops.bpe.decode import DECODE_COUNT, DECODE_WRITE
+from triton_textops.ops.bpe.encode import (
+    BAD_SPAN,
+    BAD_UTF8,
+    COMPACT,
+    DISALLOWED,
+    ENCODE_IDS,
+    ENCODE_ROWS,
+    F_DISALLOWED,
+    F_MATCH,
+    F_NORMALIZED,
+    SIZE_BOUND,
+    TOO_LONG,
+)
+from triton_textops.ops.bpe.merge import N_WORK_ROWS, Vocab
+from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_tables
+from triton_textops.ops.bpe.pretok import class_tables
+from triton_textops.ops.text import TextBatch, runs_on_cpu
+from triton_textops.ops.xp import get_xp, resolve_device, target_of
+
+STATUS_TEXT = {
+    BAD_UTF8: "text is not valid UTF-8",
+    SIZE_BOUND: "internal size bound exceeded",
+    BAD_SPAN: "its offsets are not a non-decreasing span inside the byte buffer",
+    DISALLOWED: "the text contains a disallowed special token (pass it in allowed_special, or leave "
+                "disallowed_special empty to encode it as text)",
+    TOO_LONG: "text too long: a text may have at most 2 GiB - 65 bytes",
+}
+Specials = Literal["all"] | Collection[str] | None
+
+
+@dataclass
+class Ragged:
+    """Token ids of ``n`` texts: ``ids`` (flat int64) and ``offsets`` (int64, n+1), on the tokenizer's device."""
+
+    ids: Any
+    offsets: Any
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+    def tolist(self) -> list[list[int]]:
+        ids, off = K.to_host(self.ids, "cuda" if not isinstance(self.ids, np.ndarray) else "cpu"), self.offsets
+        off = off if isinstance(off, np.ndarray) else off.get()
+        return [ids[off[i]:off[i + 1]].tolist() for i in range(len(off) - 1)]
+
+
+@dataclass
+class Rows:
+    """Fixed-length rows: ``input_ids`` and ``attention_mask`` (n, max_length), on the tokenizer's device."""
+
+    input_ids: Any
+    attention_mask: Any
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+
+def _raise_bad(counts: np.ndarray) -> None:
+    bad = np.flatnonzero(counts < 0)
+    if bad.size:
+        r = int(bad[0])
+        code = int(-1 - counts[r])
+        raise InputError(f"row {r}: {STATUS_TEXT.get(code, f'status {code}')}", rows=bad.astype(np.int64))
+
+
+class BPETokenizer:
+    """Byte-level BPE (GPT-2, r50k/p50k, cl100k / Llama-3, Qwen2, o200k) from a tiktoken rank file, an HF
+    ``tokenizer.json`` or GPT-2's ``encoder.json`` + ``vocab.bpe``; ``device`` "cpu", "cuda" or "auto"."""
+
+    def __init__(self, spec: F.BPESpec, *, device: str = "cpu") -> None:
+        self.spec = spec
+        self.device = resolve_device(device)
+        self.target = target_of(self.device)
+        self.xp: ModuleType = get_xp(self.device)
+        self.tables = Vocab(spec)
+        self.n_ids = self.tables.n_ids
+        self.added = {a.content.decode("utf-8", "surrogateescape"): a for a in spec.added}
+        self.special_ids = sorted({a.id for a in spec.added if a.special})
+        self._match_all = spec.merges is not None and spec.source.endswith("tokenizer.json")
+        toks: list[bytes] = [b""] * self.n_ids
+        for tok, i in spec.vocab.items():
+            toks[i] = tok
+        for a in spec.added:
+            toks[a.id] = spec.decode_bytes.get(a.id, toks[a.id] or a.content)
+        dec_off = np.zeros(self.n_ids + 1, dtype=np.int64)
+        np.cumsum([len(t) for t in toks], out=dec_off[1:])
+        skip = np.zeros(self.n_ids, dtype=np.uint8)
+        skip[self.special_ids] = 1
+        self._dec_host = (np.frombuffer(b"".join(toks), dtype=np.uint8), dec_off, skip)
+        self.mult = NFC_EXPAND if spec.nfc else 1
+        self.mult += 1 if spec.add_prefix_space else 0
+        self._cfg_host = np.array([spec.family, int(spec.nfc), int(spec.add_prefix_space), self.mult,
+                                   1 + len(spec.prefix) + len(spec.suffix), len(spec.prefix), len(spec.suffix)]
+                                  + spec.prefix + spec.suffix, dtype=np.int64)
+        self._place()
+
+    def _place(self) -> None:
+        t, xp = self.target, self.xp
+        self._voc = self.tables.on(t, xp)
+        self._ctab = class_tables(t, xp)
+        self._ntab = nfc_tables(t, xp)
+        self._dec = tuple(K.to_device(a, t, xp) for a in self._dec_host)
+        self._cfg = K.to_device(self._cfg_host, t, xp)
+        self._adds: dict[Any, tuple] = {}
+        self._cpu: BPETokenizer | None = self if t == "cpu" else None
+
+    def on_cpu(self) -> BPETokenizer:
+        """This tokenizer on the CPU (itself, or a twin sharing the tables, made once)."""
+        if self._cpu is None:
+            twin = copy.copy(self)
+            twin.device, twin.target, twin.xp = "cpu", "cpu", np
+            twin._place()
+            self._cpu = twin
+        return self._cpu
+
+    # ------------------------------------------------------------------------------------- loading
+
+    @classmethod
+    def from_tiktoken(cls, path: str | os.PathLike, *, encoding: str, device: str = "cpu") -> BPETokenizer:
+        """A tiktoken ``.tiktoken`` rank file with the named encoding's pattern and specials (``gpt2``,
+        ``r50k_base``, ``p50k_base``, ``cl100k_base``, ``o200k_base``, ``qwen2``)."""
+        return cls(F.read_tiktoken(path, encoding), device=device)
+
+    @classmethod
+    def from_pretrained(cls, directory: str | os.PathLike, *, device: str = "cpu") -> BPETokenizer:
+        """An HF tokenizer directory (``tokenizer.json``, + ``tokenizer_config.json`` when present), or GPT-2's
+        ``encoder.json`` + ``vocab.bpe`` in it."""
+        d = os.fspath(directory)
+        if os.path.isdir(d) and not os.path.exists(os.path.join(d, "tokenizer.json")) \
+                and os.path.exists(os.path.join(d, "vocab.bpe")):
+            return cls(F.read_gpt2_files(os.path.join(d, "encoder.json"), os.path.join(d, "vocab.bpe")),
+                       device=device)
+        return cls(F.read_tokenizer_json(d), device=device)
+
+    @classmethod
+    def from_gpt2_files(cls, encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike, *,
+                        device: str = "cpu") -> BPETokenizer:
+        """GPT-2's original ``encoder.json`` + ``vocab.bpe`` (``<|endoftext|>`` a special, as tiktoken's gpt2)."""
+        return cls(F.read_gpt2_files(encoder_json, vocab_bpe), device=device)
+
+    # ------------------------------------------------------------------------------------- encoding
+
+    def _added_tables(self, allowed: Specials, disallowed: Specials) -> tuple:
+        """The added tokens a kernel matches (sorted by first byte), for this allowed / disallowed choice."""
+        key = (_key(allowed), _key(disallowed))
+        got = self._adds.get(key)
+        if got is not None:
+            return got
+        names = set(self.added)
+        if allowed is None:
+            allow = names if self._match_all else set()
+        elif allowed == "all":
+            allow = names
+        else:
+            allow = _names("allowed_special", allowed, names)
+        refuse = (names - allow) if disallowed == "all" else _names("disallowed_special", disallowed or (), names)
+        items = []
+        for name, a in self.added.items():
+            f = (F_MATCH if name in allow else 0) | (F_DISALLOWED if name in refuse and name not in allow else 0)
+            if f and a.content:
+                items.append((a.content, a.id, f | (F_NORMALIZED if a.normalized and self._match_all else 0)))
+        items.sort(key=lambda x: x[0][0])
+        pool = np.frombuffer(b"".join(c for c, _, _ in items) or b"\0", dtype=np.uint8)
+        off = np.zeros(len(items) + 1, dtype=np.int64)
+        np.cumsum([len(c) for c, _, _ in items], out=off[1:])
+        first = np.zeros(259, dtype=np.int64)
+        for c, _, f in items:
+            first[c[0] + 1:257] += 1
+            first[258 if f & F_NORMALIZED else 257] += 1
+        got = tuple(K.to_device(a, self.target, self.xp) for a in (
+            pool, off, np.array([i for _, i, _ in items] or [0], dtype=np.int64),
+            np.array([f for _, _, f in items] or [0], dtype=np.int64), first))
+        if len(self._adds) < 16:
+            self._adds[key] = got
+        return got
+
+    def _launch_args(self, batch: TextBatch, add_special_tokens: Any, allowed: Specials, disallowed: Specials,
+                     rows: int = 0) -> tuple:
+        """The encode kernels' arguments for ``batch``: tables, config and the scratch sized from its bytes."""
+        specials = check_bool("add_special_tokens", add_special_tokens)
+        cfg = self._cfg
+        if not specials and (self.spec.prefix or self.spec.suffix):
+            cfg = K.to_device(np.concatenate([self._cfg_host[:4], [1, 0, 0]]), self.target, self.xp)
+        extra = 1 + (len(self.spec.prefix) + len(self.spec.suffix) if specials else 0)
+        size = self.mult * int(batch.data.shape[0]) + extra * batch.n + 1
+        xp = self.xp
+        nbuf = allocate(xp, (size if self.mult > 1 or self.spec.nfc else 1,), np.uint8, "the normalized text")
+        work = allocate(xp, (N_WORK_ROWS, size), np.int32, "the merge scratch")
+        ids = allocate(xp, (size,), np.int32, "the ids scratch")
+        return (batch.data, batch.offsets, self._voc, self._ctab, self._added_tables(allowed, disallowed),
+                self._ntab, cfg, (nbuf, work, ids))
+
+    def encode(self, texts: Any, *, add_special_tokens: bool = True, allowed_special: Specials = None,
+               disallowed_special: Specials = (), gpu_min_batch: int | None = None) -> Ragged:
+        """Token ids of each text: exactly tiktoken's ``encode`` (rank files) or HF's ``Tokenizer.encode``
+        (tokenizer.json). ``allowed_special``: the added tokens matched in the text (None: the format's default,
+        every added token for tokenizer.json, none for rank files, i.e. ``encode_ordinary``; "all"; or names);
+        ``disallowed_special`` ("all" or names): a text containing one is an :class:`InputError` (tiktoken's
+        ``encode`` check). ``add_special_tokens``: the template's BOS/EOS (tokenizer.json)."""
+        if runs_on_cpu(self.target, texts, gpu_min_batch):
+            r = self.on_cpu().encode(texts, add_special_tokens=add_special_tokens, allowed_special=allowed_special,
+                                     disallowed_special=disallowed_special)
+            ids, off = K.to_device_many([r.ids, r.offsets], self.target, self.xp)
+            return Ragged(ids, off)
+        batch = TextBatch.from_texts(texts, self.xp, self.target)
+        args = self._launch_args(batch, add_special_tokens, allowed_special, disallowed_special)
+        n = batch.n
+        xp = self.xp
+        cnt = xp.zeros(n, dtype=np.int64)
+        if n:
+            K.launch(self.target, ENCODE_IDS, n, *args, cnt)
+        host = K.to_host(cnt, self.target)
+        _raise_bad(host)
+        off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(host, out=off[1:])
+        d_off = K.to_device(off, self.target, xp)
+        out = xp.empty(int(off[-1]), dtype=np.int64)
+        if n:
+            K.launch(self.target, COMPACT, n, batch.offsets, args[6], args[7], d_off, out)
+        return Ragged(out, d_off)
+
+    def encode_rows(self, texts: Any, *, max_length: int | None = None, padding_side: str = "right",
+                    truncation_side: str = "right", add_special_tokens: bool = True,
+                    allowed_special: Specials = None, disallowed_special: Specials = (), pad_id: int | None = None,
+                    dtype: str = "int64", gpu_min_batch: int | None = None) -> Rows:
+        """Padded rows + attention mask (HF's ``padding``/``truncation``: the template's specials are kept, the
+        content is cut on ``truncation_side``). ``max_length`` None: the longest text's length (a counting
+        pass first). ``pad_id``: default the tokenizer's pad token (tokenizer_config.json), else 0."""
+        for name, v in (("padding_side", padding_side), ("truncation_side", truncation_side)):
+            if v not in ("left", "right"):
+                raise InputError(f"{name} must be 'left' or 'right', got {v!r}")
+        dt = check_ids_dtype(dtype)
+        pad = self.pad_id if pad_id is None else check_int("pad_id", pad_id, -(1 << 31), (1 << 31) - 1)
+        specials = check_bool("add_special_tokens", add_special_tokens)
+        n_fixed = len(self.spec.prefix) + len(self.spec.suffix) if specials else 0
+        if max_length is None:
+            r = self.encode(texts, add_special_tokens=specials, allowed_special=allowed_special,
+                            disallowed_special=disallowed_special, gpu_min_batch=gpu_min_batch)
+            lens = np.diff(K.to_host(r.offsets, self.target))
+            max_length = max(int(lens.max()) if lens.size else 0, n_fixed, 1)
+        width = check_int("max_length", max_length, max(n_fixed, 1), (1 << 31) - 1)
+        if runs_on_cpu(self.target, texts, gpu_min_batch):
+            r = self.on_cpu().encode_rows(texts, max_length=width, padding_side=padding_side,
+                                          truncation_side=truncation_side, add_special_tokens=specials,
+                                          allowed_special=allowed_special, disallowed_special=disallowed_special,
+                                          pad_id=pad, dtype=dtype)
+            return Rows(*K.to_device_many([r.input_ids, r.attention_mask], self.target, self.xp))
+        batch = TextBatch.from_texts(texts, self.xp, self.target)
+        args = self._launch_args(batch, specials, allowed_special, disallowed_special)
+        n = batch.n
+        rows = allocate(self.xp, (2, n, width), dt.type, f"max_length={width}: {n} rows of ids and mask")
+        cnt = self.xp.zeros(n, dtype=np.int64)
+        if n:
+            K.launch(self.target, ENCODE_ROWS, n, *args, cnt, rows, pad, padding_side == "left",
+                     truncation_side == "left")
+        _raise_bad(K.to_host(cnt, self.target))
+        return Rows(rows[0], rows[1])
+
+    @property
+    def pad_id(self) -> int:
+        """The pad token's id from tokenizer_config.json (``pad_token``), else 0."""
+        tok = self.spec.config.get("pad_token")
+        if isinstance(tok, dict):
+            tok = tok.get("content")
+        if isinstance(tok, str):
+            a = self.added.get(tok)
+            if a is not None:
+                return a.id
+            i = self.spec.vocab.get(tok.encode())
+            if i is not None:
+                return i
+        return 0
+
+    # ------------------------------------------------------------------------------------- decoding
+
+    def decode(self, ids: Any, offsets: Any, *, skip_special_tokens: bool = False,
+               errors: str | None = None) -> list[bytes] | list[str]:
+        """Each text's token bytes (``ids`` flat, ``offsets`` n+1, host or device). ``errors="replace"`` gives
+        str, invalid UTF-8 replaced by U+FFFD as HF's ByteLevel decoder does. An id outside the vocabulary is an
+        :class:`InputError` naming the row."""
+        skip = check_bool("skip_special_tokens", skip_special_tokens)
+        if errors not in (None, "replace", "strict"):
+            raise InputError(f"errors must be None, 'replace' or 'strict', got {errors!r}")
+        xp, t = self.xp, self.target
+        ids = xp.ascontiguousarray(xp.asarray(ids).reshape(-1), dtype=np.int64)
+        offsets = xp.ascontiguousarray(xp.asarray(offsets).reshape(-1), dtype=np.int64)
+        if offsets.shape[0] < 1:
+            raise InputError("offsets must have n+1 entries")
+        if t != "cpu" and K.SIMULATOR:
+            ids, offsets = ids.copy(), offsets.copy()
+        n = int(offsets.shape[0]) - 1
+        counts = xp.zeros(n, dtype=np.int64)
+        if n:
+            K.launch(t, DECODE_COUNT, n, ids, offsets, self._dec, skip, counts)
+        host = K.to_host(counts, t)
+        bad = np.flatnonzero(host < 0)
+        if bad.size:
+            r = int(bad[0])
+            k = int(-1 - host[r])
+            why = "its offsets are not a span inside ids" if k == 1 << 40 else f"token {k} is not an id of the " \
+                  f"vocabulary (0 .. {self.n_ids - 1})"
+            raise InputError(f"row {r}: {why}", rows=bad.astype(np.int64))
+        out_off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(host, out=out_off[1:])
+        out = xp.empty(int(out_off[-1]), dtype=np.uint8)
+        if n:
+            K.launch(t, DECODE_WRITE, n, ids, offsets, self._dec, skip, K.to_device(out_off, t, xp), out)
+        raw = K.to_host(out, t).tobytes()
+        texts = [raw[out_off[i]:out_off[i + 1]] for i in range(n)]
+        if errors is None:
+            return texts
+        return [b.decode("utf-8", errors) for b in texts]
+
+    def token_bytes(self, i: int) -> bytes:
+        """The bytes token ``i`` decodes to."""
+        pool, off, _ = self._dec_host
+        return pool[off[i]:off[i + 1]].tobytes()
+
+
+def _key(x: Specials) -> Any:
+    if x is None or isinstance(x, str):
+        return x
+    try:
+        return frozenset(x)
+    except TypeError:
+        return id(x)
+
+
+def _names(what: str, given: Any, names: set[str]) -> set[str]:
+    if isinstance(given, str):
+        raise InputError(f"{what} must be 'all' or a collection of token strings, got {given!r}")
+    got = set(given)
+    unknown = sorted(got - names)
+    if unknown:
+        raise InputError(f"{what}: {unknown[:3]} are not added tokens of this tokenizer")
+    return got
