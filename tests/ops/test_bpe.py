@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests import bpe_oracles as O
+import bpe_oracles as O
 from triton_textops.errors import InputError
 from triton_textops.ops.bpe.tokenizer import BPETokenizer
 
