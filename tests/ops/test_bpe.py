@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
+import bpe_oracles as O
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import bpe_oracles as O
 from triton_textops.errors import InputError
 from triton_textops.ops.bpe.tokenizer import BPETokenizer
 

@@ -44,6 +44,7 @@ import numba
 import pytest
 
 WHEELS = ("nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvrtc-cu12")
+BPE_VOCAB = os.path.join(os.path.dirname(__file__), "..", "data", "bpe", "qwen.tiktoken")
 
 
 def _missing() -> str | None:
@@ -86,15 +87,15 @@ def discover() -> dict[str, K._LazyGpu]:
     import triton_textops.ops as ops  # noqa: PLC0415
 
     found: dict[int, tuple[str, K._LazyGpu]] = {}
-    for info in sorted(pkgutil.iter_modules(ops.__path__), key=lambda m: m.name):
+    for info in sorted(pkgutil.walk_packages(ops.__path__, ops.__name__ + "."), key=lambda m: m.name):
         try:
-            mod = importlib.import_module(f"{ops.__name__}.{info.name}")
+            mod = importlib.import_module(info.name)
         except ImportError:  # an optional dependency (cuDF, Dask): such a module defines no kernel today
             continue
         for attr, value in sorted(vars(mod).items()):
             for item in value if isinstance(value, tuple) else (value,):
                 if isinstance(item, K._LazyGpu) and item.fn.__module__ == mod.__name__:
-                    found.setdefault(id(item), (f"{info.name}.{attr}", item))
+                    found.setdefault(id(item), (f"{info.name.removeprefix(ops.__name__ + '.')}.{attr}", item))
     return dict(found.values())
 
 
@@ -119,11 +120,19 @@ def _exercise() -> None:
     feats.transform(texts)  # FEATURES_FUSED
     feats.transform_pretokens(pre)  # FEATURES
     preprocess(tok, feats, texts, max_length=32)  # PREPROCESS
+    from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: PLC0415
+
+    bpe = BPETokenizer.from_tiktoken(BPE_VOCAB, encoding="qwen2")  # NFC: every device function
+    r = bpe.encode(texts, allowed_special="all")  # bpe.encode.ENCODE_IDS, COMPACT
+    bpe.encode_rows(texts, max_length=16)  # bpe.encode.ENCODE_ROWS
+    bpe.decode(r.ids, r.offsets)  # bpe.decode.DECODE_COUNT, DECODE_WRITE
 
 
 def _arg_type(value: Any) -> Any:
     """The numba type a GPU launch gives ``value``: arrays writable (CuPy arrays always are; the CPU path
-    may pass read-only views of host buffers), everything else as numba types it."""
+    may pass read-only views of host buffers), tuples of them likewise, everything else as numba types it."""
+    if isinstance(value, tuple):
+        return numba.types.Tuple([_arg_type(v) for v in value])
     t = numba.typeof(value)
     if isinstance(t, numba.types.Array) and not t.mutable:
         t = t.copy(readonly=False)

@@ -55,6 +55,10 @@ def device(fn: Callable | None = None, *, inline: bool = False) -> Any:
     kernel. On the GPU, NVVM inlines device functions itself."""
 
     def mark(f: Callable) -> Callable:
+        known = _DEVICE.get(f.__name__)
+        if known is not None and known.__module__ != f.__module__:  # (a module reloaded may mark its own again)
+            raise RuntimeError(f"device function {f.__name__} of {f.__module__} has the name of one in "
+                               f"{known.__module__}: kernels bind device functions by name")
         _DEVICE[f.__name__] = f
         if inline:
             _INLINE.add(f.__name__)

@@ -7,6 +7,11 @@ this way concatenate to exactly the decode of the whole stream.
 
 from __future__ import annotations
 
+try:
+    from numba import cuda
+except ImportError:  # pragma: no cover - numba without its CUDA target: GPU entry points never compiled
+    cuda = None
+
 from triton_textops.ops import kernels as K
 
 D_POOL, D_OFF, D_SKIP = range(3)  # the decode tuple: byte pool, offsets per id (n_ids + 1), skip flag per id
@@ -56,8 +61,6 @@ def _count_cpu(share, shares, n, ids, offsets, dec, skip, counts):
 
 
 def _count_gpu(n, ids, offsets, dec, skip, counts):
-    from numba import cuda  # noqa: PLC0415
-
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         count_text(t, ids, offsets, dec, skip, counts)
 
@@ -68,8 +71,6 @@ def _write_cpu(share, shares, n, ids, offsets, dec, skip, out_off, out):
 
 
 def _write_gpu(n, ids, offsets, dec, skip, out_off, out):
-    from numba import cuda  # noqa: PLC0415
-
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         write_text(t, ids, offsets, dec, skip, out_off, out)
 

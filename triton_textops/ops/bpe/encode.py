@@ -13,6 +13,11 @@ ragged ids), :data:`ENCODE_ROWS` (ids straight into fixed-length padded rows + m
 
 from __future__ import annotations
 
+try:
+    from numba import cuda
+except ImportError:  # pragma: no cover - numba without its CUDA target: GPU entry points never compiled
+    cuda = None
+
 from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe.merge import encode_piece
 from triton_textops.ops.bpe.nfc import nfc_quick, nfc_write
@@ -121,7 +126,7 @@ def encode_segment(data, lo, hi, voc, ctab, adds, ntab, cfg, scr, nb, wb, o, cap
 
 
 @K.device
-def encode_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
+def bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
     """Ids of text ``t`` into its scratch region; ``cnt[t]``: their number, or -1 - status."""
     n_data = data.shape[0]
     lo = offsets[t]
@@ -180,14 +185,12 @@ def encode_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
 
 def _encode_cpu(share, shares, n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
     for t in range(share, n, shares):
-        encode_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+        bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
 
 
 def _encode_gpu(n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
-    from numba import cuda  # noqa: PLC0415
-
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        encode_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+        bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
 
 
 ENCODE_IDS = (K.cpu(_encode_cpu), K.gpu(_encode_gpu))
@@ -209,8 +212,6 @@ def _compact_cpu(share, shares, n, offsets, cfg, scr, out_off, out):
 
 
 def _compact_gpu(n, offsets, cfg, scr, out_off, out):
-    from numba import cuda  # noqa: PLC0415
-
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         compact_text(t, offsets, cfg, scr, out_off, out)
 
@@ -222,7 +223,7 @@ COMPACT = (K.cpu(_compact_cpu), K.gpu(_compact_gpu))
 def row_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
     """Text ``t`` tokenized, then written as row ``t`` of ``rows`` (ids, mask): the format's prefix / suffix ids
     kept, the content truncated on the right or left to fit, padded with ``pad_id`` on the right or left."""
-    encode_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+    bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
     width = rows.shape[2]
     n = cnt[t]
     if n < 0:
@@ -259,8 +260,6 @@ def _rows_cpu(share, shares, n, data, offsets, voc, ctab, adds, ntab, cfg, scr, 
 
 
 def _rows_gpu(n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
-    from numba import cuda  # noqa: PLC0415
-
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         row_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc)
 

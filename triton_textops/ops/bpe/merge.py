@@ -75,7 +75,7 @@ def lookup(buf, lo, hi, voc):
 def pair_of(a, b, voc):
     """(rank, result id) of merging tokens ``a`` and ``b``, or (NO_PAIR, -1)."""
     keys = voc[PAIR_KEYS]
-    key = (a << 32) | b
+    key = (int(a) << 32) | int(b)
     mask = voc[VCONST][PAIR_MASK]
     s = mix64(key) & mask
     for _ in range(voc[VCONST][PAIR_PROBE] + 1):

@@ -1,0 +1,186 @@
+"""Byte-level BPE speed: our BPETokenizer against tiktoken, HF tokenizers, fastokens and gigatoken, in one run.
+
+Engines take turns (round-robin per repeat) on the same batches; each repeat builds fresh ("cold") instances, since
+fastokens and gigatoken cache pre-tokens per instance (``--warm`` also times re-encoding on one instance). Every
+engine's ids are checked equal to tiktoken's before timing. Prints MB/s (batch 32 / 512 / whole corpus) and us per
+text (batch 1), best of ``--repeats`` with the range, and each engine's ratio to ours, plus the threads each used.
+
+    python benchmarks/bpe.py [--vocab cl100k_base o200k_base gpt2] [--repeats 5] [--warm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+THREADS = os.cpu_count() or 1
+os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS))
+
+import bpe_oracles as O  # noqa: E402
+from _common import austen, machine  # noqa: E402
+
+from triton_textops.ops import kernels as K  # noqa: E402
+from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: E402
+
+# real sentences in 12 languages, mixed into paragraphs of ~600 bytes (no multilingual corpus ships here)
+MULTI = [
+    "The quick brown fox jumps over the lazy dog while the children watch from the garden.",
+    "Le renard brun rapide saute par-dessus le chien paresseux pendant que les enfants regardent.",
+    "Der schnelle braune Fuchs springt über den faulen Hund, während die Kinder im Garten zusehen.",
+    "El rápido zorro marrón salta sobre el perro perezoso mientras los niños miran desde el jardín.",
+    "Быстрая коричневая лиса прыгает через ленивую собаку, а дети смотрят из сада.",
+    "敏捷的棕色狐狸跳过了懒狗，孩子们在花园里看着。这是一个简单的句子。",
+    "素早い茶色の狐が怠け者の犬を飛び越え、子供たちは庭から見ている。",
+    "빠른 갈색 여우가 게으른 개를 뛰어넘고 아이들은 정원에서 지켜본다.",
+    "الثعلب البني السريع يقفز فوق الكلب الكسول بينما يشاهد الأطفال من الحديقة.",
+    "तेज़ भूरी लोमड़ी आलसी कुत्ते के ऊपर कूदती है और बच्चे बगीचे से देखते हैं।",
+    "Η γρήγορη καφέ αλεπού πηδά πάνω από τον τεμπέλη σκύλο ενώ τα παιδιά κοιτούν.",
+    "จิ้งจอกสีน้ำตาลกระโดดข้ามสุนัขขี้เกียจขณะที่เด็กๆ ดูอยู่ในสวน 🙂👍🏽",
+]
+
+
+def multilingual(n: int = 3000) -> list[str]:
+    import random  # noqa: PLC0415
+
+    rng = random.Random(7)
+    return [" ".join(rng.choice(MULTI) for _ in range(rng.randint(3, 9))) for _ in range(n)]
+
+
+def engines(name: str) -> dict[str, tuple[Callable[[], object], Callable, Callable]]:
+    """name -> (make a fresh instance, encode a batch, encode one text) for each installed engine."""
+    path = O.DATA / (O.RANK_FILES[name] or "")
+    out: dict[str, tuple] = {}
+    if name == "gpt2":
+        out["ours"] = (lambda: BPETokenizer.from_gpt2_files(O.DATA / "encoder.json", O.DATA / "vocab.bpe"),
+                       lambda t, xs: t.encode(xs), lambda t, x: t.encode([x]))
+    else:
+        out["ours"] = (lambda: BPETokenizer.from_tiktoken(path, encoding=name),
+                       lambda t, xs: t.encode(xs), lambda t, x: t.encode([x]))
+
+    def tk() -> object:
+        O.tiktoken_encoding.cache_clear()
+        return O.tiktoken_encoding(name)
+
+    out["tiktoken"] = (tk, lambda e, xs: e.encode_ordinary_batch(xs, num_threads=THREADS),
+                       lambda e, x: e.encode_ordinary(x))
+    try:
+        from tokenizers import Tokenizer  # noqa: PLC0415
+
+        tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"bpe-bench-{name}"
+        if name == "gpt2":
+            from tokenizers import ByteLevelBPETokenizer  # noqa: PLC0415
+
+            tmp.mkdir(parents=True, exist_ok=True)
+            ByteLevelBPETokenizer(str(O.DATA / "encoder.json"), str(O.DATA / "vocab.bpe")).save(str(tmp / "t.json"))
+            hf_file = tmp / "t.json"
+        else:
+            pat = {"cl100k_base": O.LLAMA3_PATTERN, "o200k_base": O.F._O200K}[name]
+            hf_file = O.write_tokenizer_json(tmp, name, family_pattern=pat)
+        out["hf-tokenizers"] = (lambda: Tokenizer.from_file(str(hf_file)),
+                                lambda t, xs: t.encode_batch(xs, add_special_tokens=False),
+                                lambda t, x: t.encode(x, add_special_tokens=False))
+    except ImportError:
+        pass
+    try:
+        import fastokens  # noqa: PLC0415
+
+        make = (lambda: fastokens.Tokenizer.from_tiktoken(str(path), encoding=name)) if name != "gpt2" else \
+            (lambda: fastokens.Tokenizer.from_file(str(hf_file)))
+        out["fastokens"] = (make, lambda t, xs: t.encode_batch(xs, add_special_tokens=False),
+                            lambda t, x: t.encode(x, add_special_tokens=False))
+    except ImportError:
+        pass
+    try:
+        import gigatoken  # noqa: PLC0415
+
+        make = (lambda: gigatoken.Tokenizer.from_tiktoken(str(path))) if name != "gpt2" else \
+            (lambda: gigatoken.Tokenizer(str(hf_file)))
+        out["gigatoken"] = (make, lambda t, xs: t.encode_batch(xs), lambda t, x: t.encode(x))
+    except ImportError:
+        pass
+    return out
+
+
+def ids_of(result: object) -> list[list[int]]:
+    if hasattr(result, "tolist") and hasattr(result, "offsets"):
+        return result.tolist()
+    return [list(getattr(r, "ids", r)) for r in result]
+
+
+def run(name: str, corpus: str, texts: list[str], repeats: int, warm: bool) -> None:
+    eng = engines(name)
+    ref = O.tiktoken_encoding(name).encode_ordinary_batch(texts[:512])
+    for e, (make, enc, _) in eng.items():
+        got = ids_of(enc(make(), texts[:512]))
+        if got != ref:
+            print(f"  !! {e} differs from tiktoken on {sum(a != b for a, b in zip(got, ref))} texts: not timed")
+    nbytes = {k: sum(len(t.encode()) for t in v) for k, v in (("32", texts[:32]), ("512", texts[:512]),
+                                                              ("all", texts))}
+    times: dict[tuple[str, str], list[float]] = {}
+    one = texts[: min(200, len(texts))]
+    for _ in range(repeats):
+        for e, (make, enc, enc1) in eng.items():  # engines take turns
+            for size in ("32", "512", "all"):
+                inst = make()
+                batch = texts[: int(size)] if size != "all" else texts
+                t0 = time.perf_counter()
+                enc(inst, batch)
+                times.setdefault((e, size), []).append(time.perf_counter() - t0)
+            inst = make()
+            t0 = time.perf_counter()
+            for x in one:
+                enc1(inst, x)
+            times.setdefault((e, "1"), []).append((time.perf_counter() - t0) / len(one))
+            if warm:
+                inst = make()
+                enc(inst, texts)
+                t0 = time.perf_counter()
+                enc(inst, texts)
+                times.setdefault((e, "warm"), []).append(time.perf_counter() - t0)
+    print(f"\n{name} / {corpus}: {len(texts)} texts, {nbytes['all'] / 1e6:.2f} MB; best of {repeats} [range]")
+    cols = ["1", "32", "512", "all"] + (["warm"] if warm else [])
+    print(f"  {'engine':14s} " + " ".join(f"{c:>22s}" for c in ["us/text (b=1)", "MB/s b=32", "MB/s b=512",
+                                                                    "MB/s corpus"] + (["MB/s warm"] if warm else [])))
+    ours = {c: min(times[("ours", c)]) for c in cols}
+    for e in eng:
+        cells = []
+        for c in cols:
+            ts = times[(e, c)]
+            if c == "1":
+                cells.append(f"{min(ts) * 1e6:7.1f} [{min(ts) * 1e6:.0f}-{max(ts) * 1e6:.0f}] {ours[c] / min(ts):4.2f}x")
+            else:
+                nb = nbytes["all" if c == "warm" else c]
+                cells.append(f"{nb / min(ts) / 1e6:6.1f} [{nb / max(ts) / 1e6:.0f}-{nb / min(ts) / 1e6:.0f}] "
+                             f"{ours[c] / min(ts):4.2f}x")
+        print(f"  {e:14s} " + " ".join(f"{c:>22s}" for c in cells))
+    print("  (ratio: ours' time / the engine's time; > 1 means the engine is faster)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--vocab", nargs="+", default=["cl100k_base", "o200k_base", "gpt2"])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--warm", action="store_true")
+    a = ap.parse_args()
+    print(machine())
+    print(f"threads: ours {K.get_num_threads()} (kernel shares), tiktoken {THREADS} (encode_ordinary_batch), "
+          f"HF tokenizers / fastokens RAYON_NUM_THREADS={os.environ['RAYON_NUM_THREADS']}, gigatoken its pool "
+          f"(parallel batches); batch 1: the calling thread")
+    t0 = time.perf_counter()
+    BPETokenizer.from_tiktoken(O.DATA / "cl100k_base.tiktoken", encoding="cl100k_base").encode(["warm up"])
+    print(f"our cl100k load + first encode (numba cache as it is): {time.perf_counter() - t0:.1f} s")
+    corpora = {"English (Austen)": austen(), "multilingual": multilingual()}
+    for name in a.vocab:
+        for corpus, texts in corpora.items():
+            run(name, corpus, texts, a.repeats, a.warm)
+
+
+if __name__ == "__main__":
+    main()
