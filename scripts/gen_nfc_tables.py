@@ -116,27 +116,35 @@ def build(m: dict) -> dict[str, np.ndarray]:
     info = np.zeros(N_CP, dtype=np.int64)
     pool: list[int] = []
     seen: dict[str, int] = {}
+    firsts = {a for a, _ in m["pairs"]}
     for cp in m["cps"]:
         ch = chr(cp)
         v = 0
         if hf_nfc[cp] != ch or cp in m["seconds"]:
             v |= N.QC_BIT
+        if cp in firsts:
+            v |= N.FIRST_BIT
         d = hf_nfd[cp]
         if d == ch:
             v |= int(ccc[cp])
+            if (hf_nfc[cp] != ch) and not HANGUL_S <= cp < HANGUL_S + HANGUL_N:
+                raise RuntimeError(f"U+{cp:04X}: NFD keeps it, NFC changes it")
         elif not HANGUL_S <= cp < HANGUL_S + HANGUL_N:
             if len(d) > N.DLEN_MASK:
                 raise RuntimeError(f"decomposition of U+{cp:04X} too long")
             if d not in seen:
                 seen[d] = len(pool)
-                pool.extend(ord(c) | int(ccc[ord(c)]) << N.CP_BITS for c in d)
+                pool.extend(ord(c) | (int(ccc[ord(c)]) | (N.SECOND if ord(c) in m["seconds"] else 0)) << N.CP_BITS
+                            for c in d)
+            if seen[d] > N.DOFF_MASK:
+                raise RuntimeError("the decomposition pool outgrew its field")
             v |= len(d) << N.DLEN_SHIFT | seen[d] << N.DOFF_SHIFT
             if not v & N.QC_BIT and ccc[ord(d[0])] != 0:
                 raise RuntimeError(f"U+{cp:04X}: NFC keeps it, yet it decomposes to a mark first")
         info[cp] = v
     if info.max() >= 2**31:
         raise RuntimeError("packed entries overflow int32")
-    if np.any(info[:0x80] != 0):
+    if np.any(info[:0x80] & ~N.FIRST_BIT):
         raise RuntimeError("an ASCII code point has a class, a decomposition or QC_BIT: nfc_quick's shortcut fails")
     blocks: dict[bytes, int] = {}
     idx = np.zeros(N_CP // BLOCK, dtype=np.int32)

@@ -11,19 +11,23 @@ The algorithm is the crate's: full canonical decomposition (Hangul syllables alg
 each run of combining marks by canonical combining class (ccc), then canonical composition (a mark composes
 with the last starter unless an uncomposed mark of a class >= its own stands between them; a starter composes
 with the starter right before it, as Hangul LV + T or U+0B47 + U+0B3E). It needs no scratch memory: the
-decomposed text is never stored. It is walked with a cursor (input byte, index in that code point's
-decomposition); a run of marks is walked once to find its end, then its marks are streamed in canonical order,
-one walk per class present in the run when it is not already in order (at most the number of distinct classes,
-a few dozen; in practice one or two), and the run is walked once to compose and once to write. Time is linear
-in the segment (times that small constant), no allocation, no recursion.
+decomposed text is never stored but walked with a cursor (input byte, index in that code point's decomposition).
+A run of marks is walked once to find its end (and whether it is in canonical order, its classes); then, in
+order, once to compose into the starter before it and once to write the marks left. A run out of order (rare:
+real text has runs of one to three marks, mostly in order already) is streamed in canonical order instead, one
+walk per class present (HF's data has 54 classes) to write, and one per class present that holds a mark able to
+compose (11 such classes), stopped at the first mark of that class that does not compose. Time is linear in the
+segment (times that constant for out-of-order runs); no allocation, no recursion.
 
 Tables (:func:`nfc_tables`, one tuple, the kernels' ``tabs`` argument):
 
 0. ``idx`` int32 [0x110000 >> 7]: block number of each 128-code-point block;
-1. ``info`` int32 [blocks * 128]: per code point ``ccc | QC_BIT | decomposition length << 9 | pool offset << 12``
-   (``QC_BIT``: NFC may change a text holding it: it is changed by NFC alone, or it composes with a character
-   before it; the length is 0 for a code point that does not decompose and for Hangul syllables);
-2. ``pool`` int32: decompositions, each entry ``code point | ccc << 21``;
+1. ``info`` int32 [blocks * 128]: per code point ``ccc | QC_BIT | decomposition length << 9 | pool offset << 12 |
+   FIRST_BIT``. QC_BIT: NFC may change a text holding this code point (NFC changes it alone, or it composes with
+   a character before it: for a code point NFD keeps, QC_BIT means exactly the latter, SECOND). The length is 0
+   for a code point that does not decompose and for Hangul syllables (decomposed by arithmetic). FIRST_BIT: the
+   code point is the first of a composition pair;
+2. ``pool`` int32: decompositions, each entry ``code point | (ccc | SECOND) << 21``;
 3. ``comp_keys`` int64, sorted: ``first << 21 | second`` of every composition pair (Hangul excluded);
 4. ``comp_vals`` int32: the composite of each pair.
 """
@@ -38,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.ops import kernels as K
-from triton_textops.ops.text import pack_host, utf8_at
+from triton_textops.ops.text import pack_host
 
 try:
     from numba import cuda
@@ -49,7 +53,10 @@ BLOCK_SHIFT = 7
 BLOCK_MASK = (1 << BLOCK_SHIFT) - 1
 CCC_MASK = 0xFF
 QC_BIT = 1 << 8
-DLEN_SHIFT, DLEN_MASK, DOFF_SHIFT = 9, 7, 12
+SECOND = QC_BIT  # in a decomposition's key: the code point composes with a starter before it
+KEY_MASK = CCC_MASK | SECOND
+DLEN_SHIFT, DLEN_MASK, DOFF_SHIFT, DOFF_MASK = 9, 7, 12, 0xFFFF
+FIRST_BIT = 1 << 28
 CP_BITS = 21
 CP_MASK = (1 << CP_BITS) - 1
 # Hangul (Unicode ch. 3.12); the generator checks HF's NFD/NFC of every syllable and jamo pair against these
@@ -103,7 +110,7 @@ def expansion(tabs: tuple) -> int:
     full = info[(idx.astype(np.int64)[:, None] << BLOCK_SHIFT) + np.arange(1 << BLOCK_SHIFT)].reshape(-1)
     ln = (full >> DLEN_SHIFT) & DLEN_MASK
     has = np.nonzero(ln)[0]
-    off = full[has] >> DOFF_SHIFT
+    off = (full[has] >> DOFF_SHIFT) & DOFF_MASK
     out_bytes = csum[off + ln[has]] - csum[off]
     worst = int(np.max(-(-out_bytes // _utf8_len(has)))) if has.size else 1
     return max(worst, HANGUL_EXPAND)
@@ -135,12 +142,40 @@ def nfc_info(cp, tabs):
     return int(tabs[1][(int(tabs[0][cp >> BLOCK_SHIFT]) << BLOCK_SHIFT) | (cp & BLOCK_MASK)])
 
 
+@K.device(inline=True)
+def nfc_decode(data, i, hi):
+    """(code point, length) of the UTF-8 sequence at ``data[i]``, ``i < hi``, for bytes already checked to be
+    UTF-8 (cheaper than :func:`~triton_textops.ops.text.utf8_at`, which validates). A sequence that is cut by
+    ``hi`` or does not start with a lead byte, or a value past U+10FFFF, gives (-1, 1): never a read outside
+    ``data[i:hi]`` nor the tables."""
+    b0 = int(data[i])
+    if b0 < 0x80:
+        return b0, 1
+    if b0 < 0xC0 or b0 >= 0xF8:
+        return -1, 1
+    n = 2
+    cp = b0 & 0x1F
+    if b0 >= 0xF0:
+        n = 4
+        cp = b0 & 0x07
+    elif b0 >= 0xE0:
+        n = 3
+        cp = b0 & 0x0F
+    if i + n > hi:
+        return -1, 1
+    for k in range(1, n):
+        cp = (cp << 6) | (int(data[i + k]) & 0x3F)
+    if cp > 0x10FFFF:
+        return -1, 1
+    return cp, n
+
+
 @K.device
 def nfc_quick(data, lo, hi, tabs):
     """False when ``data[lo:hi]`` is certainly NFC already (no code point with QC_BIT, and the combining classes
     of consecutive marks never decrease), True when NFC may change it: UAX #15's quick check, on HF's tables.
-    One table read per non-ASCII code point; ASCII has no QC_BIT and class 0 (checked by the generator). Invalid
-    UTF-8 (the caller checks it first) answers True."""
+    One table read per non-ASCII code point; ASCII has no QC_BIT and class 0 (checked by the generator). Bytes
+    that are not UTF-8 (the caller checks first) answer True."""
     last = 0
     i = lo
     while i < hi:
@@ -148,7 +183,7 @@ def nfc_quick(data, lo, hi, tabs):
             last = 0
             i += 1
             continue
-        cp, n = utf8_at(data, i, hi)
+        cp, n = nfc_decode(data, i, hi)
         if cp < 0:
             return True
         info = nfc_info(cp, tabs)
@@ -162,16 +197,16 @@ def nfc_quick(data, lo, hi, tabs):
     return False
 
 
-@K.device
+@K.device(inline=True)
 def nfc_elem(data, i, j, hi, tabs):
     """The decomposed code point at cursor ``(i, j)`` (the ``j``-th code point of the full canonical decomposition
-    of the code point at byte ``i``) as ``(cp, ccc, next_i, next_j)``. An invalid byte reads as U+FFFD."""
-    b = int(data[i])
-    if b < 0x80:
-        return b, 0, i + 1, 0
-    c, n = utf8_at(data, i, hi)
-    if c < 0:
-        return 0xFFFD, 0, i + 1, 0
+    of the code point at byte ``i``) as ``(cp, key, next_i, next_j)``; ``key``: its ccc, | SECOND when it composes
+    with a starter before it. A byte that is not UTF-8 reads as U+FFFD."""
+    c, n = nfc_decode(data, i, hi)
+    if c < 0x80:
+        if c < 0:
+            return 0xFFFD, 0, i + 1, 0
+        return c, 0, i + 1, 0
     s = c - S_BASE
     if 0 <= s < S_COUNT:
         t = s % T_COUNT
@@ -186,8 +221,8 @@ def nfc_elem(data, i, j, hi, tabs):
     info = nfc_info(c, tabs)
     ln = (info >> DLEN_SHIFT) & DLEN_MASK
     if ln == 0:
-        return c, info & CCC_MASK, i + n, 0
-    e = int(tabs[2][(info >> DOFF_SHIFT) + j])
+        return c, info & KEY_MASK, i + n, 0
+    e = int(tabs[2][((info >> DOFF_SHIFT) & DOFF_MASK) + j])
     if j + 1 < ln:
         return e & CP_MASK, e >> CP_BITS, i, j + 1
     return e & CP_MASK, e >> CP_BITS, i + n, 0
@@ -225,6 +260,17 @@ def nfc_compose(a, b, tabs):
 
 
 @K.device(inline=True)
+def nfc_can_start(a, tabs):
+    """Whether ``a`` is the first code point of any composition pair (Hangul L and LV syllables included)."""
+    if 0 <= a - L_BASE < L_COUNT:
+        return True
+    s = a - S_BASE
+    if 0 <= s < S_COUNT:
+        return s % T_COUNT == 0
+    return (nfc_info(a, tabs) & FIRST_BIT) != 0
+
+
+@K.device(inline=True)
 def nfc_put(out, o, cap, cp):
     """Write ``cp`` as UTF-8 at ``out[o]``; the next position, or -1 when it does not fit before ``cap``."""
     if cp < 0x80:
@@ -254,40 +300,99 @@ def nfc_put(out, o, cap, cp):
     return o + 4
 
 
+@K.device(inline=True)
+def nfc_bit(m0, m1, m2, m3, c):
+    """Bit ``c`` (0..255) of the 256-bit set ``m0..m3``."""
+    m = m0
+    if c >= 192:
+        m = m3
+    elif c >= 128:
+        m = m2
+    elif c >= 64:
+        m = m1
+    return (m >> (c & 63)) & 1
+
+
 @K.device
-def nfc_run(data, i, j, ei, ej, hi, c0, srt, comp, emit, out, o, cap, tabs):
-    """Stream the marks of the run between cursors ``(i, j)`` and ``(ei, ej)`` in canonical order (in one walk when
-    ``srt``, the run being in order already; else one walk per class present, from the lowest, ``c0``), composing
-    each into ``comp`` (the starter before the run, or -1: none) unless blocked. With ``emit`` the marks that do
-    not compose are written to ``out[o:cap]``. Returns ``(comp, last, o)``: the composite, the class of the last
-    mark left uncomposed (-1: none) and the output position (-1: did not fit)."""
+def nfc_compose_run(data, i, j, ei, ej, hi, srt, comp, m0, m1, m2, m3, tabs):
+    """Compose the marks of the run between cursors ``(i, j)`` and ``(ei, ej)``, taken in canonical order, into the
+    starter ``comp`` before it: a mark composes unless an uncomposed mark of a class >= its own comes before it
+    in that order. Returns ``(composite, number of marks composed)``. A run in order (``srt``) takes one walk;
+    otherwise one walk per class that holds a mark able to compose (``m0..m3``: the set of those classes), each
+    stopping at the first mark of the class that does not compose (it blocks the rest of its class)."""
+    ncomp = 0
+    if not nfc_can_start(comp, tabs):
+        return comp, 0
+    if srt:
+        last = -1
+        pi = i
+        pj = j
+        while pi < ei or (pi == ei and pj < ej):
+            cp, key, ni, nj = nfc_elem(data, pi, pj, hi, tabs)
+            cc = key & CCC_MASK
+            x = -1
+            if last < cc:
+                x = nfc_compose(comp, cp, tabs)
+            if x >= 0:
+                comp = x
+                ncomp += 1
+            else:
+                last = cc
+            pi = ni
+            pj = nj
+        return comp, ncomp
+    for c in range(1, NO_CLASS):
+        if nfc_bit(m0, m1, m2, m3, c) == 0:
+            continue
+        pi = i
+        pj = j
+        while pi < ei or (pi == ei and pj < ej):
+            cp, key, ni, nj = nfc_elem(data, pi, pj, hi, tabs)
+            if key & CCC_MASK == c:
+                x = nfc_compose(comp, cp, tabs)
+                if x < 0:
+                    break
+                comp = x
+                ncomp += 1
+            pi = ni
+            pj = nj
+    return comp, ncomp
+
+
+@K.device
+def nfc_emit_run(data, i, j, ei, ej, hi, c0, srt, comp, out, o, cap, tabs):
+    """Write the marks of the run between cursors ``(i, j)`` and ``(ei, ej)`` in canonical order to ``out[o:cap]``,
+    except those that compose into ``comp`` (the starter before the run, or -1), by the rule of
+    :func:`nfc_compose_run`. One walk when the run is in order (``srt``), else one walk per class present, from the
+    lowest (``c0``), each finding the next. Returns the output position, -1 when it does not fit."""
     last = -1
     cls = c0
+    if comp >= 0 and not nfc_can_start(comp, tabs):
+        comp = -1
     while True:
         nxt = NO_CLASS
         pi = i
         pj = j
         while pi < ei or (pi == ei and pj < ej):
-            cp, cc, ni, nj = nfc_elem(data, pi, pj, hi, tabs)
+            cp, key, ni, nj = nfc_elem(data, pi, pj, hi, tabs)
+            cc = key & CCC_MASK
             if srt or cc == cls:
-                keep = True
+                x = -1
                 if comp >= 0 and last < cc:
                     x = nfc_compose(comp, cp, tabs)
-                    if x >= 0:
-                        comp = x
-                        keep = False
-                if keep:
+                if x >= 0:
+                    comp = x
+                else:
                     last = cc
-                    if emit:
-                        o = nfc_put(out, o, cap, cp)
-                        if o < 0:
-                            return comp, last, -1
+                    o = nfc_put(out, o, cap, cp)
+                    if o < 0:
+                        return -1
             elif cls < cc < nxt:
                 nxt = cc
             pi = ni
             pj = nj
         if srt or nxt == NO_CLASS:
-            return comp, last, o
+            return o
         cls = nxt
 
 
@@ -296,11 +401,11 @@ def nfc_write(data, lo, hi, out, o, cap, tabs):
     """Write NFC(``data[lo:hi]``) to ``out[o:cap]``; returns the end position in ``out``, or -1 when it does not fit
     (``out`` is then partly written), or when ``lo:hi`` is not a span of ``data``.
 
-    Contract: ``data[lo:hi]`` is valid UTF-8 (the caller checks it; an invalid byte would read as U+FFFD). The
+    Contract: ``data[lo:hi]`` is valid UTF-8 (the caller checks it; a byte that is not would read as U+FFFD). The
     output never exceeds ``NFC_EXPAND * (hi - lo)`` bytes, so ``cap - o >= NFC_EXPAND * (hi - lo)`` always fits.
     Reads only ``data[lo:hi]`` and the tables, writes only ``out[o:min(cap, len(out))]``; needs no scratch.
-    Time: linear in ``hi - lo``, times (when a run of marks is out of canonical order) the number of distinct
-    classes in that run."""
+    Time: linear in ``hi - lo``; a run of marks out of canonical order costs one walk of it per class present
+    (HF's data has 54 classes) plus one per class that can compose (11)."""
     if lo < 0 or hi > data.shape[0] or o < 0:
         return -1
     if cap > out.shape[0]:
@@ -309,8 +414,8 @@ def nfc_write(data, lo, hi, out, o, cap, tabs):
     j = 0
     comp = -1
     while i < hi:
-        cp, cc, ni, nj = nfc_elem(data, i, j, hi, tabs)
-        if cc == 0:  # a starter: composes with the one right before it, or ends it
+        cp, key, ni, nj = nfc_elem(data, i, j, hi, tabs)
+        if key & CCC_MASK == 0:  # a starter: composes with the one right before it, or ends it
             if comp >= 0:
                 x = nfc_compose(comp, cp, tabs)
                 if x >= 0:
@@ -325,39 +430,54 @@ def nfc_write(data, lo, hi, out, o, cap, tabs):
             i = ni
             j = nj
             continue
-        # a run of marks from (i, j) up to the next starter (ei, ej): in order? its lowest class?
+        # a run of marks from (i, j) up to the next starter (ei, ej): its size, whether it is in canonical order,
+        # its lowest class and the set of the classes of its marks that can compose (m0..m3)
+        nmarks = 0
         srt = True
-        prev = cc
-        c0 = cc
-        ei = ni
-        ej = nj
+        prev = 0
+        c0 = NO_CLASS
+        m0 = 0
+        m1 = 0
+        m2 = 0
+        m3 = 0
+        ei = i
+        ej = j
         while ei < hi:
-            _, cc2, ni2, nj2 = nfc_elem(data, ei, ej, hi, tabs)
+            _, key2, ni2, nj2 = nfc_elem(data, ei, ej, hi, tabs)
+            cc2 = key2 & CCC_MASK
             if cc2 == 0:
                 break
+            nmarks += 1
             if cc2 < prev:
                 srt = False
-            if cc2 < c0:
-                c0 = cc2
             prev = cc2
+            c0 = min(c0, cc2)
+            if key2 & SECOND:
+                bit = 1 << (cc2 & 63)
+                if cc2 >= 192:
+                    m3 |= bit
+                elif cc2 >= 128:
+                    m2 |= bit
+                elif cc2 >= 64:
+                    m1 |= bit
+                else:
+                    m0 |= bit
             ei = ni2
             ej = nj2
+        start = comp
         if comp >= 0:
-            start = comp
-            comp, last, _ = nfc_run(data, i, j, ei, ej, hi, c0, srt, comp, False, out, o, cap, tabs)
-            if last >= 0:  # marks stay: the composite is final, then they follow it
-                o = nfc_put(out, o, cap, comp)
-                if o < 0:
-                    return -1
-                _, _, o = nfc_run(data, i, j, ei, ej, hi, c0, srt, start, True, out, o, cap, tabs)
-                if o < 0:
-                    return -1
-                comp = -1
-            # else every mark composed: the composite may still compose with a starter right after the run
-        else:  # marks with no starter before them: written in order
-            _, _, o = nfc_run(data, i, j, ei, ej, hi, c0, srt, -1, True, out, o, cap, tabs)
+            comp, ncomp = nfc_compose_run(data, i, j, ei, ej, hi, srt, comp, m0, m1, m2, m3, tabs)
+            if ncomp == nmarks:  # every mark composed: the composite may still compose with the next starter
+                i = ei
+                j = ej
+                continue
+            o = nfc_put(out, o, cap, comp)  # marks stay: the composite is final, and they follow it
             if o < 0:
                 return -1
+            comp = -1
+        o = nfc_emit_run(data, i, j, ei, ej, hi, c0, srt, start, out, o, cap, tabs)
+        if o < 0:
+            return -1
         i = ei
         j = ej
     if comp >= 0:
