@@ -19,6 +19,12 @@ walk per class present (HF's data has 54 classes) to write, and one per class pr
 compose (11 such classes), stopped at the first mark of that class that does not compose. Time is linear in the
 segment (times that constant for out-of-order runs); no allocation, no recursion.
 
+Use from a kernel (``tabs = nfc_tables(target, xp)``, passed down as one argument; ``data[lo:hi]`` valid UTF-8)::
+
+    if nfc_quick(data, lo, hi, tabs):                  # False: the bytes are NFC already, use them as they are
+        end = nfc_write(data, lo, hi, out, o, cap, tabs)  # NFC bytes in out[o:end]; -1: did not fit
+    # cap - o >= NFC_EXPAND * (hi - lo) always fits (NFC_EXPAND = 3 with HF's tables); no scratch is needed
+
 Tables (:func:`nfc_tables`, one tuple, the kernels' ``tabs`` argument):
 
 0. ``idx`` int32 [0x110000 >> 7]: block number of each 128-code-point block;
@@ -173,9 +179,12 @@ def nfc_decode(data, i, hi):
 @K.device
 def nfc_quick(data, lo, hi, tabs):
     """False when ``data[lo:hi]`` is certainly NFC already (no code point with QC_BIT, and the combining classes
-    of consecutive marks never decrease), True when NFC may change it: UAX #15's quick check, on HF's tables.
-    One table read per non-ASCII code point; ASCII has no QC_BIT and class 0 (checked by the generator). Bytes
-    that are not UTF-8 (the caller checks first) answer True."""
+    of consecutive marks never decrease), True when NFC may change it: UAX #15's quick check, on HF's tables
+    (sound: the generator and the tests check that False never comes with a text NFC changes). One two-level
+    table lookup per non-ASCII code point, none for ASCII (no QC_BIT and class 0: checked by the generator);
+    ~400 MB/s of ASCII, ~220-270 MB/s of Latin-1 or Hangul syllables on one core here. Common text in NFC
+    (precomposed Latin, Hangul syllables, CJK, ...) answers False. Bytes that are not UTF-8 answer True.
+    Reads only ``data[lo:hi]`` (``0 <= lo <= hi <= len(data)``: the caller's span) and the tables."""
     last = 0
     i = lo
     while i < hi:
@@ -321,7 +330,7 @@ def nfc_compose_run(data, i, j, ei, ej, hi, srt, comp, m0, m1, m2, m3, tabs):
     otherwise one walk per class that holds a mark able to compose (``m0..m3``: the set of those classes), each
     stopping at the first mark of the class that does not compose (it blocks the rest of its class)."""
     ncomp = 0
-    if not nfc_can_start(comp, tabs):
+    if not nfc_can_start(comp, tabs) or (not srt and (m0 | m1 | m2 | m3) == 0):
         return comp, 0
     if srt:
         last = -1
