@@ -171,3 +171,15 @@ def test_long_runs_not_quadratic() -> None:
         assert (t2 - t1) < 30 * (t1 - t0) + 0.05, unit  # 10x the input: ~10x the time, never ~100x
         if unit == "a":
             assert r.tolist()[0] == O.tiktoken_encoding("cl100k_base").encode_ordinary(big)
+
+
+def test_qwen2_style_tokenizer_json(tmp_path: O.Path) -> None:
+    """NFC normalizer + Qwen's single-digit pattern + specials, against HF tokenizers (which NFCs per segment)."""
+    added = [{"id": 151643 + i, "content": c} for i, c in enumerate(["<|endoftext|>", "<|im_start|>", "<|im_end|>"])]
+    pat = next(p for p, f in O.F.PATTERNS.items() if f == O.F.QWEN2)
+    O.write_tokenizer_json(tmp_path, "qwen2", family_pattern=pat, nfc=True, added=added)
+    ours = BPETokenizer.from_pretrained(tmp_path)
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    texts = TEXTS[::3] + O.every_code_point_texts(1 << 15)[:4] + [
+        "<|im_start|>e\u0301<|im_end|>\u0301 Å Å ḳ́ 가 가 ᄀ<|endoftext|>\u1161 >\u0338 <|im_end|>\u0338"]
+    assert not _diff(ours.encode(texts).tolist(), [e.ids for e in hf.encode_batch(texts)], texts)
