@@ -123,8 +123,8 @@ def _exercise() -> None:
     from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: PLC0415
 
     bpe = BPETokenizer.from_tiktoken(BPE_VOCAB, encoding="qwen2")  # NFC: every device function
-    r = bpe.encode(texts, allowed_special="all")  # bpe.encode.ENCODE_IDS, COMPACT
-    bpe.encode_rows(texts, max_length=16)  # bpe.encode.ENCODE_ROWS
+    r = bpe.encode(texts, allowed_special="all")  # bpe.encode.ENCODE (ragged), COMPACT
+    bpe.encode_rows(texts, max_length=16)  # bpe.encode.ENCODE (rows)
     bpe.decode(r.ids, r.offsets)  # bpe.decode.DECODE_COUNT, DECODE_WRITE
 
 

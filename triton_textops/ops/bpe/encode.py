@@ -7,8 +7,8 @@ rest with the family's scanner (:mod:`~triton_textops.ops.bpe.pretok`) and merge
 (:mod:`~triton_textops.ops.bpe.merge`). Ids go to the text's own scratch region, sized from its length before
 the launch (no count pass); every write is bounds-checked against that region.
 
-Kernels: :data:`ENCODE_IDS` (ids into scratch + a count or status per text), :data:`COMPACT` (scratch -> the flat
-ragged ids), :data:`ENCODE_ROWS` (ids straight into fixed-length padded rows + mask: one launch).
+Kernels: :data:`ENCODE` (ids into scratch + a count or status per text, and, given rows, straight into fixed-length
+padded rows + mask: one launch), :data:`COMPACT` (scratch -> the flat ragged ids).
 """
 
 from __future__ import annotations
@@ -183,17 +183,6 @@ def bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
     cnt[t] = o - base
 
 
-def _encode_cpu(share, shares, n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
-    for t in range(share, n, shares):
-        bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
-
-
-def _encode_gpu(n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
-
-
-ENCODE_IDS = (K.cpu(_encode_cpu), K.gpu(_encode_gpu))
 
 
 @K.device
@@ -221,9 +210,12 @@ COMPACT = (K.cpu(_compact_cpu), K.gpu(_compact_gpu))
 
 @K.device
 def row_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
-    """Text ``t`` tokenized, then written as row ``t`` of ``rows`` (ids, mask): the format's prefix / suffix ids
-    kept, the content truncated on the right or left to fit, padded with ``pad_id`` on the right or left."""
+    """Text ``t`` tokenized (its ids in its scratch region, their number in ``cnt[t]``), then, when ``rows`` has
+    rows (ragged output passes none), written as row ``t`` of ``rows`` (ids, mask): the format's prefix / suffix
+    ids kept, the content truncated on the right or left to fit, padded with ``pad_id`` on the right or left."""
     bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+    if rows.shape[1] == 0:
+        return
     width = rows.shape[2]
     n = cnt[t]
     if n < 0:
@@ -264,4 +256,5 @@ def _rows_gpu(n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_
         row_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc)
 
 
-ENCODE_ROWS = (K.cpu(_rows_cpu), K.gpu(_rows_gpu))
+# one kernel for ragged ids and fixed rows (a second copy of the whole encoder would double the compile time)
+ENCODE = (K.cpu(_rows_cpu), K.gpu(_rows_gpu))

@@ -314,7 +314,12 @@ class Vocab:
         size = 1 << max(4, (2 * max(len(spec.vocab), 1) - 1).bit_length())
         slots = np.full(size, -1, dtype=np.int64)
         max_probe = _fill_slots(pool, off, slots, size - 1)
-        left, right, rank, result = spec.pair_table()
+        if spec.merges is None:  # tiktoken's rule: every split of every token into two tokens, ranked by the token
+            left, right, rank = _rank_pairs((pool, off, slots, None, None, None, None,
+                                             np.array([size - 1, 0, max_probe, 0, n_ids], dtype=np.int64)), off)
+            result = rank
+        else:
+            left, right, rank, result = spec.pair_table()
         if len(rank) and (rank.max() >= NO_PAIR or result.max() >= 1 << 31):
             raise ValueError(f"{spec.source}: merge ranks / ids do not fit int32")
         psize = 1 << max(4, (2 * max(len(left), 1) - 1).bit_length())
@@ -365,3 +370,37 @@ _REACH = K.cpu(_reach_kernel)
 
 def _reach(voc: tuple, off: np.ndarray, work: np.ndarray, out: np.ndarray, flags: np.ndarray) -> None:
     _REACH(voc, off, work, out, flags)
+
+
+def _rank_pairs_kernel(voc, off, left, right, rank, count):
+    """Every (prefix, suffix) split of every token whose two halves are tokens, ranked by the token (tiktoken's
+    rule), into ``left/right/rank[:count[0]]`` (a CPU kernel: see :func:`K.cpu`)."""
+    pool = voc[POOL]
+    m = 0
+    for tid in range(off.shape[0] - 1):
+        a = off[tid]
+        b = off[tid + 1]
+        for k in range(a + 1, b):
+            x = lookup(pool, a, k, voc)
+            if x < 0:
+                continue
+            y = lookup(pool, k, b, voc)
+            if y >= 0:
+                left[m] = x
+                right[m] = y
+                rank[m] = tid
+                m += 1
+    count[0] = m
+
+
+_RANK_PAIRS = K.cpu(_rank_pairs_kernel)
+
+
+def _rank_pairs(voc: tuple, off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    lengths = np.diff(off)
+    cap = int(np.maximum(lengths - 1, 0).sum())
+    left, right, rank = (np.empty(cap, dtype=np.int64) for _ in range(3))
+    count = np.zeros(1, dtype=np.int64)
+    _RANK_PAIRS(voc, off, left, right, rank, count)
+    m = int(count[0])
+    return left[:m], right[:m], rank[:m]

@@ -72,7 +72,7 @@ def fold_letter(cp, ctab):
     return 0
 
 
-@K.device
+@K.device(inline=True)
 def contraction(buf, i, end, fold, ctab):
     """End of ``'s|'t|'re|'ve|'m|'ll|'d`` at ``buf[i]`` (an apostrophe), case-insensitive when ``fold``, or -1."""
     if i + 1 >= end or buf[i] != APOS:
@@ -91,7 +91,7 @@ def contraction(buf, i, end, fold, ctab):
     return -1
 
 
-@K.device
+@K.device(inline=True)
 def run_of(buf, j, end, ctab, mask, limit):
     """End of the run of at most ``limit`` characters from ``j`` whose class has a bit of ``mask`` (``mask``
     negative: whose class has none of ``-mask``'s bits)."""
@@ -105,7 +105,7 @@ def run_of(buf, j, end, ctab, mask, limit):
     return j
 
 
-@K.device
+@K.device(inline=True)
 def line_breaks(buf, j, end, slash):
     """End of the run of ``\\r`` / ``\\n`` (and ``/`` when ``slash``) from ``j``."""
     while j < end and (buf[j] == CR or buf[j] == LF or (slash and buf[j] == SLASH)):
@@ -113,7 +113,7 @@ def line_breaks(buf, j, end, slash):
     return j
 
 
-@K.device
+@K.device(inline=True)
 def whitespace_end(buf, i, end, ctab, breaks):
     """The whitespace alternatives at ``i`` (a whitespace character): ``\\s*[\\r\\n]+`` when ``breaks``, then
     ``\\s+(?!\\S)``, then ``\\s+``."""
@@ -135,14 +135,14 @@ def whitespace_end(buf, i, end, ctab, breaks):
     return last
 
 
-@K.device
+@K.device(inline=True)
 def punct_end(buf, j, end, ctab, breaks, slash):
     """``[^\\s\\p{L}\\p{N}]+`` from ``j`` then, when ``breaks``, ``[\\r\\n]*`` (``[\\r\\n/]*`` with ``slash``)."""
     j = run_of(buf, j, end, ctab, -(CL_S | CL_L | CL_N), 1 << 62)
     return line_breaks(buf, j, end, slash) if breaks else j
 
 
-@K.device
+@K.device(inline=True)
 def scan_gpt2(buf, i, end, ctab):
     """``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``"""
     c, n, cp = cls_at(buf, i, end, ctab)
@@ -164,7 +164,7 @@ def scan_gpt2(buf, i, end, ctab):
     return whitespace_end(buf, i, end, ctab, False)
 
 
-@K.device
+@K.device(inline=True)
 def scan_cl100k(buf, i, end, ctab, digits):
     """cl100k / Llama-3 (``digits`` 3) and Qwen2 (``digits`` 1): ``(?i:'s|'t|'re|'ve|'m|'ll|'d)|
     [^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``"""
@@ -190,7 +190,7 @@ def scan_cl100k(buf, i, end, ctab, digits):
     return whitespace_end(buf, i, end, ctab, True)
 
 
-@K.device
+@K.device(inline=True)
 def o200k_letters(buf, q, end, ctab, alt):
     """End of o200k's letter alternative ``alt`` from ``q`` (1: ``[UP]*[LO]+``, 2: ``[UP]+[LO]*``), or -1."""
     j = q
@@ -210,7 +210,7 @@ def o200k_letters(buf, q, end, ctab, alt):
     return last_lo
 
 
-@K.device
+@K.device(inline=True)
 def scan_o200k(buf, i, end, ctab):
     """o200k_base: ``[^\\r\\n\\p{L}\\p{N}]?[UP]*[LO]+C?|[^\\r\\n\\p{L}\\p{N}]?[UP]+[LO]*C?|\\p{N}{1,3}|
     ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`` (C: a case-insensitive contraction)."""
@@ -235,7 +235,7 @@ def scan_o200k(buf, i, end, ctab):
     return whitespace_end(buf, i, end, ctab, True)
 
 
-@K.device
+@K.device(inline=True)
 def pretoken_end(family, buf, i, end, ctab):
     """End of the pre-token of ``family`` that starts at ``buf[i]`` (``i < end``); a family without a pattern
     (ByteLevel without regex) makes the whole segment one pre-token."""

@@ -26,8 +26,7 @@ from triton_textops.ops.bpe.encode import (
     BAD_UTF8,
     COMPACT,
     DISALLOWED,
-    ENCODE_IDS,
-    ENCODE_ROWS,
+    ENCODE,
     F_DISALLOWED,
     F_MATCH,
     F_NORMALIZED,
@@ -233,7 +232,7 @@ class BPETokenizer:
         xp = self.xp
         cnt = xp.empty(n, dtype=np.int64)
         if n:
-            K.launch(self.target, ENCODE_IDS, n, *args, cnt)
+            K.launch(self.target, ENCODE, n, *args, cnt, xp.empty((2, 0, 0), dtype=np.int64), 0, False, False)
         host = K.to_host(cnt, self.target)
         _raise_bad(host)
         off = np.zeros(n + 1, dtype=np.int64)
@@ -279,7 +278,7 @@ class BPETokenizer:
         rows = allocate(self.xp, (2, n, width), dt.type, f"max_length={width}: {n} rows of ids and mask")
         cnt = self.xp.zeros(n, dtype=np.int64)
         if n:
-            K.launch(self.target, ENCODE_ROWS, n, *args, cnt, rows, pad, padding_side == "left",
+            K.launch(self.target, ENCODE, n, *args, cnt, rows, pad, padding_side == "left",
                      truncation_side == "left")
         _raise_bad(K.to_host(cnt, self.target))
         return Rows(rows[0], rows[1])
