@@ -183,3 +183,31 @@ def test_qwen2_style_tokenizer_json(tmp_path: O.Path) -> None:
     texts = TEXTS[::3] + O.every_code_point_texts(1 << 15)[:4] + [
         "<|im_start|>e\u0301<|im_end|>\u0301 Å Å ḳ́ 가 가 ᄀ<|endoftext|>\u1161 >\u0338 <|im_end|>\u0338"]
     assert not _diff(ours.encode(texts).tolist(), [e.ids for e in hf.encode_batch(texts)], texts)
+
+
+def test_added_token_flags_and_prefix_space(tmp_path: O.Path) -> None:
+    """HF's added-token flags (lstrip, rstrip, single_word, normalized, special or not) and ByteLevel's
+    add_prefix_space, on a GPT-2 tokenizer.json, against HF tokenizers."""
+    from tokenizers import ByteLevelBPETokenizer  # noqa: PLC0415
+
+    ByteLevelBPETokenizer(str(O.DATA / "encoder.json"), str(O.DATA / "vocab.bpe")).save(str(tmp_path / "t.json"))
+    doc = json.loads((tmp_path / "t.json").read_text())
+    flags = [dict(lstrip=True), dict(rstrip=True), dict(single_word=True), dict(lstrip=True, rstrip=True),
+             dict(special=False, normalized=True), dict(special=False, normalized=True, single_word=True)]
+    names = ["<mask>", "<sep>", "cat", "[X]", "dog", "ant"]
+    vocab = doc["model"]["vocab"]
+    ids = iter(range(50257, 50300))  # as HF numbers them: a token the model has keeps the model's id
+    doc["added_tokens"] = [{"id": vocab[c] if c in vocab else next(ids), "content": c, "single_word": False,
+                            "lstrip": False, "rstrip": False, "normalized": False, "special": True, **f}
+                           for c, f in zip(names, flags)]
+    texts = ["I saw a <mask> and <sep>  then", "concatenate cat cats a cat. _cat cat_ (cat)", "  [X]  y[X]z [X]",
+             "hotdog dog dogs ant pants ant", "<mask><mask>  <mask>", "  <sep>   <sep>x", "", "x", "   "] + TEXTS[:60]
+    for prefix in (False, True):
+        for step in doc["pre_tokenizer"].get("pretokenizers", [doc["pre_tokenizer"]]):
+            step["add_prefix_space"] = prefix
+        d = tmp_path / f"p{int(prefix)}"
+        d.mkdir()
+        (d / "tokenizer.json").write_text(json.dumps(doc))
+        ours = BPETokenizer.from_pretrained(d)
+        hf = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+        assert not _diff(ours.encode(texts).tolist(), [e.ids for e in hf.encode_batch(texts)], texts), prefix

@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - numba without its CUDA target: GPU ent
 from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe.merge import encode_piece
 from triton_textops.ops.bpe.nfc import nfc_quick, nfc_write
-from triton_textops.ops.bpe.pretok import pretoken_end
+from triton_textops.ops.bpe.pretok import CL_S, CL_W, cls_at, pretoken_end
 from triton_textops.ops.text import utf8_valid
 
 # cfg (int64 array) entries
@@ -29,7 +29,8 @@ C_FAMILY, C_NFC, C_PREFIX_SPACE, C_MULT, C_EXTRA, C_NPRE, C_NSUF, C_IDS = range(
 # adds tuple: (pool uint8, off int64 m+1, id int64 m, flags int64 m, by_first int64 259) sorted by first byte;
 # by_first[b] .. by_first[b+1]: the tokens starting with byte b; by_first[257], [258]: how many match raw / normalized
 A_POOL, A_OFF, A_ID, A_FLAGS, A_FIRST = range(5)
-F_MATCH, F_DISALLOWED, F_NORMALIZED = 1, 2, 4  # added-token flags: split it out / refuse it / match it after normalizing
+# added-token flags: split it out / refuse it / match it after normalizing; HF's lstrip, rstrip, single_word
+F_MATCH, F_DISALLOWED, F_NORMALIZED, F_LSTRIP, F_RSTRIP, F_SINGLE_WORD = 1, 2, 4, 8, 16, 32
 # status of a text (count row): why it has no ids
 OK, BAD_UTF8, SIZE_BOUND, BAD_SPAN, DISALLOWED, TOO_LONG = 0, 1, 2, 3, 6, 5
 MAX_TEXT_BYTES = (1 << 31) - 1 - 64  # longest text: scratch indices are int32 within a text's region
@@ -37,7 +38,7 @@ S_NBUF, S_WORK, S_IDS = range(3)  # the scratch tuple: normalized bytes, merge w
 
 
 @K.device
-def next_added(buf, pos, end, adds, normalized):
+def match_at(buf, pos, end, adds, normalized):
     """Leftmost-longest added token of the set ``normalized`` (0: matched in the raw text, F_NORMALIZED: after
     normalization) in ``buf[pos:end]``: (start, end, index), or (end, end, -1)."""
     pool = adds[A_POOL]
@@ -70,23 +71,88 @@ def next_added(buf, pos, end, adds, normalized):
     return end, end, -1
 
 
+@K.device(inline=True)
+def char_before(buf, lo, i):
+    """Start of the UTF-8 character that ends at ``buf[i]`` (``i > lo``)."""
+    j = i - 1
+    while j > lo and (buf[j] & 0xC0) == 0x80:
+        j -= 1
+    return j
+
+
 @K.device
-def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, wb, o, cap):
-    """Ids of ``buf[lo:hi]`` (a normalized segment): split at the normalized added tokens, pre-tokenize and merge
-    the rest. Returns the new ``o``, or -1 when the text's ids region (``cap``) or a disallowed token stops it
-    (-1 - DISALLOWED)."""
-    ids = scr[S_IDS]
+def next_added(buf, lo, pos, end, adds, normalized, ctab):
+    """The next added token of a set in the piece ``buf[lo:end]`` from ``pos``, with HF's flags applied:
+    ``single_word`` skips a match that touches a word character (``\\w``) on either side (the search goes on
+    after it), ``lstrip`` / ``rstrip`` take the whitespace before it (not before ``pos``) / after it. Returns
+    (start, end, index) or (end, end, -1)."""
+    flags = adds[A_FLAGS]
+    p = pos
+    while True:
+        s, e, k = match_at(buf, p, end, adds, normalized)
+        if k < 0:
+            return s, e, k
+        f = flags[k]
+        if f & F_SINGLE_WORD:
+            before = s > lo and (cls_at(buf, char_before(buf, lo, s), end, ctab)[0] & CL_W) != 0
+            after = e < end and (cls_at(buf, e, end, ctab)[0] & CL_W) != 0
+            if before or after:
+                p = e
+                continue
+        if f & F_LSTRIP:
+            while s > pos:
+                j = char_before(buf, pos, s)
+                if (cls_at(buf, j, end, ctab)[0] & CL_S) == 0:
+                    break
+                s = j
+        if f & F_RSTRIP:
+            while e < end:
+                c, n, cp = cls_at(buf, e, end, ctab)
+                if (c & CL_S) == 0:
+                    break
+                e += n
+        return s, e, k
+
+
+@K.device
+def encode_gap(buf, i, s, voc, ctab, cfg, scr, wb, o, cap):
+    """Pre-tokenize ``buf[i:s]`` with the family's scanner and merge each pre-token into ``ids[o:]``; the new
+    ``o`` or -1 when the ids region (``cap``) is full."""
     family = cfg[C_FAMILY]
+    ids = scr[S_IDS]
+    while i < s:
+        j = pretoken_end(family, buf, i, s, ctab)
+        if o + (j - i) > cap:
+            return -1
+        o = encode_piece(buf, i, j, voc, scr[S_WORK], wb, ids, o)
+        i = j
+    return o
+
+
+@K.device
+def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, nb, wb, o, cap):
+    """Ids of ``buf[lo:hi]`` (a normalized piece): split at the normalized added tokens; each piece between them
+    gets ByteLevel's prefix space when the format adds one (copied to the byte scratch at ``nb``), then
+    :func:`encode_gap`. Returns the new ``o``, -1 when the text's regions are full, -1 - DISALLOWED for a
+    disallowed token."""
+    ids = scr[S_IDS]
+    nbuf = scr[S_NBUF]
+    prefix = cfg[C_PREFIX_SPACE] != 0
     pos = lo
     while pos < hi:
-        s, e, k = next_added(buf, pos, hi, adds, F_NORMALIZED)
-        i = pos
-        while i < s:
-            j = pretoken_end(family, buf, i, s, ctab)
-            if o + (j - i) > cap:
+        s, e, k = next_added(buf, lo, pos, hi, adds, F_NORMALIZED, ctab)
+        if s > pos:
+            if prefix and buf[pos] != 32:
+                if nb + 1 + (s - pos) > cap:
+                    return -1
+                nbuf[nb] = 32
+                for q in range(pos, s):
+                    nbuf[nb + 1 + q - pos] = buf[q]
+                o = encode_gap(nbuf, nb, nb + 1 + s - pos, voc, ctab, cfg, scr, wb, o, cap)
+            else:
+                o = encode_gap(buf, pos, s, voc, ctab, cfg, scr, wb, o, cap)
+            if o < 0:
                 return -1
-            o = encode_piece(buf, i, j, voc, scr[S_WORK], wb, ids, o)
-            i = j
         if k < 0:
             break
         if adds[A_FLAGS][k] & F_DISALLOWED:
@@ -101,28 +167,15 @@ def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, wb, o, cap):
 
 @K.device
 def encode_segment(data, lo, hi, voc, ctab, adds, ntab, cfg, scr, nb, wb, o, cap):
-    """A segment of the raw text between raw-matched added tokens: normalized into the byte scratch (the text's
-    region ``nb .. cap``) when the format normalizes it, then :func:`encode_span`."""
-    nbuf = scr[S_NBUF]
-    prefix = cfg[C_PREFIX_SPACE] != 0 and data[lo] != 32
-    nfc = cfg[C_NFC] != 0 and nfc_quick(data, lo, hi, ntab)
-    if not prefix and not nfc:
-        return encode_span(data, lo, hi, voc, ctab, adds, cfg, scr, wb, o, cap)
-    w = nb
-    if prefix:
-        nbuf[w] = 32
-        w += 1
-    if nfc:
-        w = nfc_write(data, lo, hi, nbuf, w, cap, ntab)
-        if w < 0:
-            return -1
-    else:
-        if w + (hi - lo) > cap:
-            return -1
-        for i in range(lo, hi):
-            nbuf[w] = data[i]
-            w += 1
-    return encode_span(nbuf, nb, w, voc, ctab, adds, cfg, scr, wb, o, cap)
+    """A segment of the raw text between raw-matched added tokens: NFC-normalized into the byte scratch (the
+    text's region ``nb .. cap``) when the format normalizes and the text is not NFC already, then
+    :func:`encode_span` (its prefix-space copies go after the normalized bytes)."""
+    if cfg[C_NFC] == 0 or not nfc_quick(data, lo, hi, ntab):
+        return encode_span(data, lo, hi, voc, ctab, adds, cfg, scr, nb, wb, o, cap)
+    w = nfc_write(data, lo, hi, scr[S_NBUF], nb, cap, ntab)
+    if w < 0:
+        return -1
+    return encode_span(scr[S_NBUF], nb, w, voc, ctab, adds, cfg, scr, w, wb, o, cap)
 
 
 @K.device
@@ -154,12 +207,9 @@ def bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
         o += 1
     pos = lo
     while pos < hi:
-        s, e, k = next_added(data, pos, hi, adds, 0)
+        s, e, k = next_added(data, lo, pos, hi, adds, 0, ctab)
         if s > pos:
-            if cfg[C_NFC] != 0 or cfg[C_PREFIX_SPACE] != 0:
-                o = encode_segment(data, pos, s, voc, ctab, adds, ntab, cfg, scr, base, base, o, cap)
-            else:
-                o = encode_span(data, pos, s, voc, ctab, adds, cfg, scr, base, o, cap)
+            o = encode_segment(data, pos, s, voc, ctab, adds, ntab, cfg, scr, base, base, o, cap)
             if o < 0:
                 cnt[t] = -1 - (DISALLOWED if o == -1 - DISALLOWED else SIZE_BOUND)
                 return

@@ -262,12 +262,14 @@ def read_tokenizer_json(directory: str | os.PathLike) -> BPESpec:
     dec = doc.get("decoder")
     if dec is not None and dec.get("type") != "ByteLevel":
         refuse("decoder", dec, "is not supported (ByteLevel or none)")
+    str_vocab = model.get("vocab") or {}
     spec = BPESpec(vocab, merges, family, bool(model.get("ignore_merges", False)), nfc=nfc,
                    add_prefix_space=prefix_space, source=where)
-    str_vocab = model.get("vocab") or {}
     for t in doc.get("added_tokens") or []:
         content = t["content"]
         tid = int(t["id"])
+        if content in str_vocab:  # HF gives an added token that the model has the model's id, whatever the file says
+            tid = int(str_vocab[content])
         spec.added.append(AddedToken(content.encode(), tid, bool(t.get("special", False)),
                                      bool(t.get("normalized", not t.get("special", False))),
                                      bool(t.get("lstrip", False)), bool(t.get("rstrip", False)),

@@ -28,8 +28,11 @@ from triton_textops.ops.bpe.encode import (
     DISALLOWED,
     ENCODE,
     F_DISALLOWED,
+    F_LSTRIP,
     F_MATCH,
     F_NORMALIZED,
+    F_RSTRIP,
+    F_SINGLE_WORD,
     SIZE_BOUND,
     TOO_LONG,
 )
@@ -111,8 +114,10 @@ class BPETokenizer:
         skip = np.zeros(self.n_ids, dtype=np.uint8)
         skip[self.special_ids] = 1
         self._dec_host = (np.frombuffer(b"".join(toks), dtype=np.uint8), dec_off, skip)
+        # scratch per input byte: the NFC output (<= NFC_EXPAND bytes per byte) and, with a prefix space, a copy
+        # of each piece after a space (pieces are disjoint: <= the normalized bytes + one space per input byte)
         self.mult = NFC_EXPAND if spec.nfc else 1
-        self.mult += 1 if spec.add_prefix_space else 0
+        self.mult += (NFC_EXPAND if spec.nfc else 1) + 1 if spec.add_prefix_space else 0
         self._cfg_host = np.array([spec.family, int(spec.nfc), int(spec.add_prefix_space), self.mult,
                                    1 + len(spec.prefix) + len(spec.suffix), len(spec.prefix), len(spec.suffix)]
                                   + spec.prefix + spec.suffix, dtype=np.int64)
@@ -182,7 +187,9 @@ class BPETokenizer:
         for name, a in self.added.items():
             f = (F_MATCH if name in allow else 0) | (F_DISALLOWED if name in refuse and name not in allow else 0)
             if f and a.content:
-                items.append((a.content, a.id, f | (F_NORMALIZED if a.normalized and self._match_all else 0)))
+                f |= (F_NORMALIZED if a.normalized and self._match_all else 0) | (F_LSTRIP if a.lstrip else 0) \
+                    | (F_RSTRIP if a.rstrip else 0) | (F_SINGLE_WORD if a.single_word else 0)
+                items.append((a.content, a.id, f))
         items.sort(key=lambda x: x[0][0])
         pool = np.frombuffer(b"".join(c for c, _, _ in items) or b"\0", dtype=np.uint8)
         off = np.zeros(len(items) + 1, dtype=np.int64)
