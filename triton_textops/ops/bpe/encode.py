@@ -34,7 +34,9 @@ F_MATCH, F_DISALLOWED, F_NORMALIZED, F_LSTRIP, F_RSTRIP, F_SINGLE_WORD = 1, 2, 4
 # status of a text (count row): why it has no ids
 OK, BAD_UTF8, SIZE_BOUND, BAD_SPAN, DISALLOWED, TOO_LONG = 0, 1, 2, 3, 6, 5
 MAX_TEXT_BYTES = (1 << 31) - 1 - 64  # longest text: scratch indices are int32 within a text's region
-S_NBUF, S_WORK, S_IDS = range(3)  # the scratch tuple: normalized bytes, merge work rows, ids
+# the scratch tuple: normalized bytes (written), merge work rows, ids, and the normalized bytes again as the text's
+# buffer type (read-only on the CPU): every scanner and merge then compiles for one buffer type, not two
+S_NBUF, S_WORK, S_IDS, S_NBUF_READ = range(4)
 
 
 @K.device
@@ -148,7 +150,7 @@ def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, nb, wb, o, cap):
                 nbuf[nb] = 32
                 for q in range(pos, s):
                     nbuf[nb + 1 + q - pos] = buf[q]
-                o = encode_gap(nbuf, nb, nb + 1 + s - pos, voc, ctab, cfg, scr, wb, o, cap)
+                o = encode_gap(scr[S_NBUF_READ], nb, nb + 1 + s - pos, voc, ctab, cfg, scr, wb, o, cap)
             else:
                 o = encode_gap(buf, pos, s, voc, ctab, cfg, scr, wb, o, cap)
             if o < 0:
@@ -175,7 +177,7 @@ def encode_segment(data, lo, hi, voc, ctab, adds, ntab, cfg, scr, nb, wb, o, cap
     w = nfc_write(data, lo, hi, scr[S_NBUF], nb, cap, ntab)
     if w < 0:
         return -1
-    return encode_span(scr[S_NBUF], nb, w, voc, ctab, adds, cfg, scr, w, wb, o, cap)
+    return encode_span(scr[S_NBUF_READ], nb, w, voc, ctab, adds, cfg, scr, w, wb, o, cap)
 
 
 @K.device

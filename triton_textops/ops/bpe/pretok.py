@@ -9,6 +9,10 @@ line break, o200k's ``[UP]*[LO]+`` gives back the run's last character that is a
 Classes come from ``data/bpe_classes.npz``, measured on tiktoken and cross-checked on HF tokenizers by
 ``scripts/gen_bpe_tables.py`` (never from the running Python's ``unicodedata``). The input is valid UTF-8
 (checked before), so code points are decoded without checks, but never past ``end``.
+
+The small helpers are inlined into the scanners (a call passes the class tables' arrays field by field: measured
+~2x the kernel's time when nothing was inlined); the four scanners are not inlined into the kernel (one call per
+pre-token; inlining them all cost ~30% more compile time for no measurable speed).
 """
 
 from __future__ import annotations
@@ -142,7 +146,7 @@ def punct_end(buf, j, end, ctab, breaks, slash):
     return line_breaks(buf, j, end, slash) if breaks else j
 
 
-@K.device(inline=True)
+@K.device
 def scan_gpt2(buf, i, end, ctab):
     """``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``"""
     c, n, cp = cls_at(buf, i, end, ctab)
@@ -164,7 +168,7 @@ def scan_gpt2(buf, i, end, ctab):
     return whitespace_end(buf, i, end, ctab, False)
 
 
-@K.device(inline=True)
+@K.device
 def scan_cl100k(buf, i, end, ctab, digits):
     """cl100k / Llama-3 (``digits`` 3) and Qwen2 (``digits`` 1): ``(?i:'s|'t|'re|'ve|'m|'ll|'d)|
     [^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``"""
@@ -210,7 +214,7 @@ def o200k_letters(buf, q, end, ctab, alt):
     return last_lo
 
 
-@K.device(inline=True)
+@K.device
 def scan_o200k(buf, i, end, ctab):
     """o200k_base: ``[^\\r\\n\\p{L}\\p{N}]?[UP]*[LO]+C?|[^\\r\\n\\p{L}\\p{N}]?[UP]+[LO]*C?|\\p{N}{1,3}|
     ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`` (C: a case-insensitive contraction)."""

@@ -218,8 +218,12 @@ class BPETokenizer:
         nbuf = allocate(xp, (size if self.mult > 1 or self.spec.nfc else 1,), np.uint8, "the normalized text")
         work = allocate(xp, (N_WORK_ROWS, size), np.int32, "the merge scratch")
         ids = allocate(xp, (size,), np.int32, "the ids scratch")
+        nread = nbuf
+        if isinstance(batch.data, np.ndarray) and not batch.data.flags.writeable:  # the CPU's text buffers
+            nread = nbuf.view()
+            nread.flags.writeable = False
         return (batch.data, batch.offsets, self._voc, self._ctab, self._added_tables(allowed, disallowed),
-                self._ntab, cfg, (nbuf, work, ids))
+                self._ntab, cfg, (nbuf, work, ids, nread))
 
     def encode(self, texts: Any, *, add_special_tokens: bool = True, allowed_special: Specials = None,
                disallowed_special: Specials = (), gpu_min_batch: int | None = None) -> Ragged:
