@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import triton_textops
+from triton_textops.tools.repo.requirements import read_requirements
 
 if TYPE_CHECKING:
     from triton_textops.tools.probe import ProbeResult
@@ -651,8 +652,6 @@ def repository_runtime_env(repository: str | os.PathLike[str]) -> Path:
     ``requirements.txt`` records (written by ``repo create`` / ``example readability``), cached per package set.
     When every python model names its own ``EXECUTION_ENV_PATH`` (``--pack-env``) those run there, so the record
     is not installed again."""
-    from triton_textops.tools.repo.generate import read_requirements  # noqa: PLC0415
-
     packages = read_requirements(repository) or ()
     if packages and _all_python_models_have_env(Path(repository)):
         packages = ()

@@ -128,7 +128,8 @@ def _step(n: int, total: int, what: str) -> Callable[[], None]:
 def run(args: argparse.Namespace) -> int:
     from triton_textops.tools.example.readability import DEMO_BERT_WEIGHT, TrainConfig
     from triton_textops.tools.example.readability import flesch_kincaid_grade as fk
-    from triton_textops.tools.repo.generate import REQUIREMENTS_FILE, RepositoryError, read_requirements
+    from triton_textops.tools.repo.generate import RepositoryError
+    from triton_textops.tools.repo.requirements import REQUIREMENTS_FILE, read_requirements
     from triton_textops.tools.server import (
         TritonServer,
         TritonServerError,
