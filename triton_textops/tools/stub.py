@@ -1246,7 +1246,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.set_defaults(func=run_build)
 
     i = ssub.add_parser("inspect", help="which Python a stub embeds and where its libpython resolves")
-    i.add_argument("stub")
+    i.add_argument("stub", help="path of a triton_python_backend_stub binary")
     i.set_defaults(func=run_inspect)
 
     r = ssub.add_parser("releases", help="print container release -> server version -> Python -> numpy table")

@@ -40,7 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache", type=Path, default=Path(".cache") / "demo",
                    help="trained artifacts and the repository (default .cache/demo)")
     p.add_argument("--repository", type=Path, default=None, help="serve this repository instead of building one")
-    p.add_argument("--protocol", choices=("http", "grpc"), default="grpc")
+    p.add_argument("--protocol", choices=("http", "grpc"), default="grpc",
+                   help="tritonclient protocol the excerpts are scored with (default grpc)")
     add_build_options(p)
     p.set_defaults(func=run)
 
