@@ -102,13 +102,24 @@ def _ms(xs: list[float]) -> str:
 
 
 def read_excerpts(source: str | None, count: int, seed: int = 0, n_test: int = 300) -> tuple[list[str], str]:
-    """Excerpts to score and where they came from."""
+    """Excerpts to score and where they came from. A line that is not valid UTF-8 is skipped with a message on
+    stderr naming it (the text tensors carry UTF-8; stdin's own decoding would otherwise end in a traceback)."""
     if source:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        where = "stdin" if source == "-" else source
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        lines = []
+        for number, raw in enumerate(data.split(b"\n"), 1):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                print(f"demo: {where} line {number} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
+                      f"{exc.start}): skipped", file=sys.stderr)
+                continue
+            if line:
+                lines.append(line)
         if not lines:
-            raise SystemExit(f"demo: no excerpts in {'stdin' if source == '-' else source}")
-        return lines, "stdin" if source == "-" else source
+            raise SystemExit(f"demo: no excerpts in {where}")
+        return lines, where
     from triton_textops.bundled import austen_paragraphs
 
     texts = austen_paragraphs()
