@@ -157,7 +157,12 @@ def run(args: argparse.Namespace) -> int:
     print("triton-textops demo: the seed's readability pipeline (preprocess → MiniLM regressor + random forest → "
           "blend) in a real tritonserver")
 
-    done = _step(1, total, "tritonserver (first run: downloads the nvidia-pytriton wheel, ~55 MB, and unpacks it)")
+    try:  # the download is announced only when it happens
+        find_server(install=False)
+        what = "tritonserver"
+    except TritonServerError:
+        what = "tritonserver (first run: downloads the nvidia-pytriton wheel, ~55 MB, and unpacks it)"
+    done = _step(1, total, what)
     install = find_server()
     done(f": {install.executable} ({install.origin})")
 
