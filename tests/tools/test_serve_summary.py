@@ -35,6 +35,7 @@ class _FakeServer:
     def __init__(self, repository: str, **kw: object) -> None:
         _FakeServer.seen = dict(kw, repository=repository)
         self.log = ("x" * 20000) + LOG
+        Path(kw["log_path"]).write_text(self.log)  # type: ignore[arg-type]  # as the server writes its log
 
     def start(self) -> None:
         raise srv.TritonServerError("tritonserver exited with code 1 during startup\n" + self.log,
@@ -71,12 +72,14 @@ def test_download_note_only_when_the_server_is_not_there(monkeypatch: pytest.Mon
         raise srv.TritonServerError("not installed")
 
     monkeypatch.setattr(srv, "find_server", absent)
+    monkeypatch.setattr(srv.tempfile, "tempdir", str(tmp_path))  # where serve's own log file goes
     assert main(["serve", str(missing)]) == 1  # fails before any server is needed: no repository
     assert "downloads the nvidia-pytriton wheel, ~55 MB" in capsys.readouterr().out
     monkeypatch.setattr(srv, "find_server", lambda install=True: None)
     assert main(["serve", str(missing)]) == 1
     out, err = capsys.readouterr()
     assert "55 MB" not in out and "is not a directory" in err
+    assert "full server log" not in err and list(tmp_path.glob("triton-textops-serve-*")) == []  # nothing ran
 
 
 def test_serve_refuses_a_stray_argument(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

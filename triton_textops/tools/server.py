@@ -928,11 +928,15 @@ def _serve(args: argparse.Namespace) -> int:
         server.stop()
         return 130
     except TritonServerError as err:
+        logged = log_file.is_file() and log_file.stat().st_size > 0  # empty: the server never ran
+        if not logged and not keep_log:
+            log_file.unlink(missing_ok=True)
         if err.failures:
-            _print_failures(err.failures, log_file)
+            _print_failures(err.failures, log_file if logged else None)
         else:
             print(err, file=sys.stderr)
-            print(f"full server log: {log_file}", file=sys.stderr)
+            if logged:
+                print(f"full server log: {log_file}", file=sys.stderr)
         return 1
     print(f"tritonserver ready in {time.monotonic() - t0:.1f}s serving {server.model_repository}\n"
           f"  HTTP    {server.http_url}\n  gRPC    {server.grpc_url}\n  metrics {server.metrics_url}\n"
