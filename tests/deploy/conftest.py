@@ -45,6 +45,9 @@ def make_repo(tmp_path: Path, deploy_features: Path) -> Callable[..., Path]:
             os.symlink("/usr/bin/python3", env_dir / "bin" / "python3")
             (env_dir / "lib").mkdir()
             (env_dir / "lib" / "site.txt").write_text("packages\n")
+            pkg = env_dir / "lib" / "python3.10" / "site-packages" / "triton_textops"
+            pkg.mkdir(parents=True)
+            (pkg / "__init__.py").write_text("")
         stub_file = None
         if stub:
             stub_file = src / "triton_python_backend_stub"

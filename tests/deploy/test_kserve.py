@@ -70,8 +70,11 @@ def test_cli_manifest_round_trips_and_matches_repository(make_repo, tmp_path, ca
 def test_stdout_and_fixed_replicas(make_repo, capsys):
     repo = make_repo("gpu", backends="native", env=False, stub=False)
     assert main(["deploy", "kserve", str(repo), "--storage-uri", "gs://b/r", "--replicas", "3",
-                 "--gpus", "2", "--runtime-version", "24.10-py3-igpu", "--deployment-mode", "RawDeployment"]) == 0
-    data = yaml.safe_load(capsys.readouterr().out)
+                 "--gpus", "2", "--runtime-version", "24.10-py3-igpu", "--deployment-mode", "RawDeployment",
+                 "--image-has-textops"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: python model(s) postprocess, preprocess import triton_textops" in captured.err
+    data = yaml.safe_load(captured.out)
     isvc = inference_service_from_dict(data)
     pred = isvc.spec.predictor
     assert (pred.min_replicas, pred.max_replicas) == (3, 3)
@@ -179,3 +182,31 @@ def test_liveness_script_sends_a_real_inference_and_fails_on_a_wrong_answer(make
     finally:
         srv.shutdown()
     assert seen[0] == ("/v2/models/ensemble_all/infer", body)
+
+
+def test_python_models_the_stock_image_cannot_load_are_refused(make_repo, tmp_path, capsys):
+    """Issue 26: our python models need triton_textops, which the stock Triton image lacks."""
+    repo = make_repo("cpu", env=False, stub=False)
+    out = tmp_path / "isvc.yaml"
+    assert main(["deploy", "kserve", str(repo), "--storage-uri", URI, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert ("error: python model(s) bert-large, cuml, postprocess, preprocess import triton_textops but name no "
+            "EXECUTION_ENV_PATH") in err and "--pack-env" in err and not out.exists()
+    # an env in the repository without triton_textops in it is refused too
+    repo = make_repo("cpu", name="env-without")
+    for env in repo.glob("*/textops-env"):
+        (env / "lib" / "python3.10" / "site-packages" / "triton_textops" / "__init__.py").unlink()
+    assert main(["deploy", "kserve", str(repo), "--storage-uri", URI, "-o", str(out)]) == 2
+    assert "the EXECUTION_ENV_PATH env of bert-large (bert-large/textops-env)" in capsys.readouterr().err
+
+
+def test_output_into_a_directory_or_new_parents(make_repo, tmp_path, capsys):
+    repo = make_repo("cpu")
+    outdir = tmp_path / "kserve-out"
+    outdir.mkdir()
+    assert main(["deploy", "kserve", str(repo), "--storage-uri", URI, "-o", str(outdir)]) == 0
+    assert f"wrote {outdir / 'ensemble-all.yaml'}" in capsys.readouterr().err
+    _round_trip(outdir / "ensemble-all.yaml")
+    nested = tmp_path / "missing" / "deeper" / "isvc.yaml"
+    assert main(["deploy", "kserve", str(repo), "--storage-uri", URI, "-o", str(nested)]) == 0
+    assert _round_trip(nested)[1].metadata.name == "ensemble-all"

@@ -142,3 +142,12 @@ def test_model_folder_instead_of_repository(make_repo):
         inspect_repository(repo / "preprocess")
     with pytest.raises(DeployError, match="not a directory"):
         inspect_repository(repo / "missing")
+
+
+def test_python_models_without_a_textops_env_are_refused(make_repo, tmp_path, capsys):
+    repo = make_repo("cpu", backends="native", env=False, stub=False)
+    out = tmp_path / "m.tar.gz"
+    assert main(["deploy", "sagemaker", str(repo), "-o", str(out)]) == 2
+    assert "postprocess, preprocess import triton_textops but name no EXECUTION_ENV_PATH" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["deploy", "sagemaker", str(repo), "-o", str(out), "--image-has-textops"]) == 0 and out.is_file()

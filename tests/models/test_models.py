@@ -111,10 +111,13 @@ def test_bad_requests_fail_alone(repo):
     post = {"BERT_LARGE_SCORE": np.ones((2, 1), np.float32), "CUML_SCORE": np.zeros((2, 1), np.float32)}
     cases = [
         ({**post, "BERT_WEIGHT_INPUT": np.full((2, 1), 0.5, np.float32)}, None),
-        ({**post, "BERT_WEIGHT_INPUT": np.full((2, 1), 1.5, np.float32)}, "within [0, 1]"),
+        ({**post, "BERT_WEIGHT_INPUT": np.full((2, 1), 1.5, np.float32)},
+         "input 'BERT_WEIGHT_INPUT' must be finite and within [0, 1]"),
         ({**post, "BERT_WEIGHT_INPUT": np.full((2, 1), np.nan, np.float32)}, "finite"),
         ({**post, "BERT_WEIGHT_INPUT": np.full((2, 1), 0.5, np.float32),
-          "BERT_LARGE_SCORE": np.array([[1.0], [np.inf]], np.float32)}, "finite"),
+          "BERT_LARGE_SCORE": np.array([[1.0], [np.inf]], np.float32)}, "input 'BERT_LARGE_SCORE' must be finite"),
+        ({**post, "BERT_WEIGHT_INPUT": np.full((2, 1), 0.5, np.float32),
+          "CUML_SCORE": np.array([[np.nan], [0.0]], np.float32)}, "input 'CUML_SCORE' must be finite: row 0"),
     ]
     with load_model(repo / "postprocess") as m:
         res = m.execute([m.make_request(inputs) for inputs, _ in cases])
@@ -195,3 +198,24 @@ def test_gpu_min_batch_is_a_model_parameter(tmp_path, vocab, features_artifact):
     d = write_model(tmp_path, "pre_ok", "preprocess", good, {"vocab.txt": vocab, "features.json": features_artifact})
     with load_model(d) as m:
         assert m.instance.params["gpu_min_batch"] == 0
+
+
+def test_postprocess_errors_name_the_configs_tensors(tmp_path):
+    """Issue 26: a renamed config's tensors, not the blend's argument names, are in the messages."""
+    config = """
+max_batch_size: 8
+parameters: { key: "tensor_names" value: { string_value: "weight=w,bert_scores=bert,tree_scores=forest,score=out" } }
+input [{ name: "w" data_type: TYPE_FP32 dims: [1] }, { name: "bert" data_type: TYPE_FP32 dims: [1] },
+       { name: "forest" data_type: TYPE_FP32 dims: [1] }]
+output [{ name: "out" data_type: TYPE_FP32 dims: [1] }]
+"""
+    d = write_model(tmp_path, "post", "postprocess", config)
+    ones = np.ones((2, 1), np.float32)
+    cases = [({"w": ones * 2, "bert": ones, "forest": ones}, "input 'w' must be finite and within [0, 1]"),
+             ({"w": ones / 2, "bert": ones * np.nan, "forest": ones}, "input 'bert' must be finite: row 0 is nan"),
+             ({"w": ones / 2, "bert": ones, "forest": ones * np.inf}, "input 'forest' must be finite: row 0 is inf")]
+    with load_model(d) as m:
+        res = m.execute([m.make_request(inputs) for inputs, _ in cases])
+    for r, (_, expect) in zip(res, cases):
+        assert _error(r) is not None and expect in _error(r), _error(r)
+        assert "bert_scores" not in _error(r) and "tree_scores" not in _error(r) and "BERT_WEIGHT" not in _error(r)

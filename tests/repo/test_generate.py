@@ -363,3 +363,27 @@ def test_cli_requires_device_and_features(tmp_path, features_artifact):
         main(["repo", "create", str(tmp_path / "x"), "--device", "cpu"])
     assert not (tmp_path / "x").exists()
     assert os.path.isfile(vocab_path())
+
+
+def test_cli_cpu_repository_needs_only_the_python_backend(tmp_path, features_artifact, capsys):
+    """Issue 26: `repo create --device cpu` loads in a server without the onnxruntime/fil backends (the wheel's),
+    as `example readability --device cpu` does; --device gpu keeps Triton's native backends."""
+    cpu, gpu = tmp_path / "cpu", tmp_path / "gpu"
+    assert main(["repo", "create", str(cpu), "--device", "cpu", "--features", str(features_artifact)]) == 0
+    assert "python backends for bert-large and cuml" in capsys.readouterr().out
+    used = {m: (load_config(cpu / m).backend or load_config(cpu / m).platform) for m in MODELS}
+    assert used == {m: "ensemble" if m == "ensemble_all" else "python" for m in MODELS}
+    assert (cpu / "requirements.txt").read_text().splitlines()[-2:] == ["onnxruntime>=1.18", "treelite>=4.1,<5"]
+    try:  # the server `triton-textops serve` runs here, when it is already installed: it has each backend used
+        from triton_textops.tools.server import TritonServerError, find_server
+
+        install = find_server(install=False)
+    except (ImportError, TritonServerError):
+        install = None
+    if install is not None:
+        assert all((install.backends / b).is_dir() for b in set(used.values()) - {"ensemble"})
+    assert main(["repo", "create", str(gpu), "--device", "gpu", "--features", str(features_artifact)]) == 0
+    assert load_config(gpu / "cuml").backend == "fil" and load_config(gpu / "bert-large").backend != "python"
+    assert main(["repo", "create", str(tmp_path / "explicit"), "--device", "cpu", "--backends", "native",
+                 "--features", str(features_artifact)]) == 0
+    assert load_config(tmp_path / "explicit" / "cuml").backend == "fil"

@@ -1,7 +1,8 @@
 """Issue 8 end to end: our preprocess model served from a venv-pack env given by EXECUTION_ENV_PATH.
 
-The env is built and packed once per module by our own pack code (``triton_textops.tools.envs``: venv + venv-pack,
-numpy<2 for the 24.10 stub, triton_textops installed from a copy of this checkout). The model directories point at
+The env is built and packed once per module as a pip user does it: ``triton-textops env pack --triton 24.10
+--python <this Python>`` run from a venv where triton-textops was installed from a wheel whose version is on no
+index (venv + venv-pack, numpy<2 for the 24.10 stub, triton-textops repacked from its installed files). The model directories point at
 it with ``$$TRITON_MODEL_DIRECTORY/custom_env.tar.gz``. The server itself is started with a bare venv (neither
 numpy nor triton_textops) first on PATH, so the models can only load and answer from inside the extracted env; an
 ``env_probe`` model with the same env reports its ``sys.prefix`` and where triton_textops was imported from.
@@ -45,27 +46,72 @@ def _base_python() -> str:
     return getattr(sys, "_base_executable", sys.executable)
 
 
-@pytest.fixture(scope="module")
-def packed_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """custom_env.tar.gz built by ``make_pack_plan``/``pack_env`` (venv + venv-pack) for Triton 24.10."""
-    pytest.importorskip("venv_pack")
-    from triton_textops.tools.envs import make_pack_plan, pack_env
-    from triton_textops.tools.stub import parse_release
+WHEEL_VERSION = "0.1.0+wheeltest"  # on no index: `env pack` can only have taken it from the installed files
 
+
+@pytest.fixture(scope="module")
+def user_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A pip user's venv: triton-textops installed from a wheel (not editable, a version on no index).
+
+    The wheel is built from a copy of this checkout with its version changed to WHEEL_VERSION; the venv sees the
+    test venv's third-party packages (numpy, numba, venv-pack) through a .pth line, but not this checkout."""
+    t0 = time.monotonic()
+    tmp = tmp_path_factory.mktemp("pip_user")
+    src = tmp / "proj"  # pip builds in the source tree: build from a copy, never in the shared checkout
+    src.mkdir()
+    shutil.copy2(REPO / "README.md", src / "README.md")
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert '\nversion = "0.1.0"\n' in pyproject
+    (src / "pyproject.toml").write_text(pyproject.replace('\nversion = "0.1.0"\n', f'\nversion = "{WHEEL_VERSION}"\n'))
+    shutil.copytree(REPO / "triton_textops", src / "triton_textops",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.nbi", "*.nbc"))
+    build = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "wheels"), str(src)]
+    # the test venv's setuptools when it is new enough (pyproject's build-system): 3 s instead of 10 here
+    if subprocess.run(build + ["--no-build-isolation"], capture_output=True, cwd=tmp).returncode != 0:
+        subprocess.run(build, check=True, cwd=tmp)
+    venv = tmp / "venv"
+    subprocess.run([_base_python(), "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", purelib], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    Path(site, "_test_venv_packages.pth").write_text(subprocess.run(
+        [sys.executable, "-c", purelib], capture_output=True, text=True, check=True).stdout)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                    "--no-deps", "--no-index", *map(str, (tmp / "wheels").glob("*.whl"))], check=True)
+    shutil.rmtree(src)
+    TIMINGS["setup: wheel + pip user's venv"] = time.monotonic() - t0
+    return venv
+
+
+@pytest.fixture(scope="module")
+def packed_env(tmp_path_factory: pytest.TempPathFactory, user_venv: Path) -> Path:
+    """custom_env.tar.gz made by `triton-textops env pack --triton 24.10 --python <this Python>` run from the pip
+    user's venv (venv + venv-pack; numpy<2 for the 24.10 stub; triton-textops from its installed files)."""
+    pytest.importorskip("venv_pack")
     t0 = time.monotonic()
     tmp = tmp_path_factory.mktemp("exec_env")
-    src = tmp / "src"  # pip builds in the source tree: build from a copy, never in the shared checkout
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, src / name)
-    shutil.copytree(REPO / "triton_textops", src / "triton_textops",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    plan = make_pack_plan(kind="cpu", release=parse_release("24.10"), python=_base_python(), output=tmp / ENV_NAME,
-                          textops=str(src), tool="venv")
-    assert plan.tool == "venv" and any("numpy>=1.21,<2" in c for c in plan.commands[1])
-    out = pack_env(plan, log=lambda _: None)
-    TIMINGS["setup: pack exec env (venv-pack)"] = time.monotonic() - t0
+    check = "import triton_textops, importlib.metadata as m; print(triton_textops.__file__, m.version('triton-textops'))"
+    where = subprocess.run([str(user_venv / "bin" / "python"), "-c", check], capture_output=True, text=True,
+                           check=True, cwd=tmp).stdout.split()
+    assert where[0].startswith(str(user_venv)) and where[1] == WHEEL_VERSION  # the installed wheel, not the checkout
+    res = subprocess.run([str(user_venv / "bin" / "triton-textops"), "env", "pack", "--triton", "24.10", "--python",
+                          _base_python(), "-o", str(tmp / ENV_NAME)], capture_output=True, text=True, cwd=tmp)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "from the installed triton-textops" in res.stdout and "result: OK" in res.stdout
+    assert f"triton_textops-{WHEEL_VERSION}-py3-none-any.whl" in res.stdout
+    if PY != "3.10":  # the documented `env pack --triton 24.10 --python 3.11`: exit 0, the custom stub it needs named
+        assert f"this env needs a custom stub built for Python {PY}" in res.stdout
+    assert any("numpy>=1.21,<2" in line for line in res.stdout.splitlines() if line.startswith("$ "))
+    out = tmp / ENV_NAME
+    assert out.stat().st_mode & 0o777 == 0o666 & ~_umask()  # not venv-pack's private 0600
+    TIMINGS["setup: pack exec env (env pack from a wheel install)"] = time.monotonic() - t0
     return out
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +179,8 @@ def test_probe_runs_inside_the_extracted_env(probe_info: dict, bare_env: Path, p
     assert probe_info["path_head"] == os.path.join(probe_info["sys_prefix"], "bin")  # bin/activate was sourced
     assert probe_info["python"] == PY
     assert int(probe_info["numpy"].split(".")[0]) == 1  # the pinned numpy<2 of the env
+    # the version the pip user installed (from a wheel on no index), packed from its installed files
+    assert list(Path(prefix).glob(f"lib/python{PY}/site-packages/triton_textops-{WHEEL_VERSION}.dist-info/RECORD"))
 
 
 def test_server_log_shows_stubs_started_in_the_extracted_env(env_server: TritonServer, env_repo: Path,

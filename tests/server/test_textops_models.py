@@ -250,26 +250,26 @@ MODEL_ERRORS = {
     "text_over_max_text_bytes": ("preprocess_limited", {"INPUT0": text_tensor(["short", "é" * 101])},
                                  "input 'INPUT0' row 1: text of 202 bytes exceeds max_text_bytes=200"),
     "weight_above_1": ("postprocess", {**POST_OK, "BERT_WEIGHT_INPUT": np.array([[0.5], [1.5]], np.float32)},
-                       "BERT_WEIGHT must be finite and within [0, 1]: value 1 is 1.5"),
+                       "input 'BERT_WEIGHT_INPUT' must be finite and within [0, 1]: value 1 is 1.5"),
     "weight_below_0": ("postprocess", {**POST_OK, "BERT_WEIGHT_INPUT": np.array([[-0.25], [0.5]], np.float32)},
-                       "BERT_WEIGHT must be finite and within [0, 1]: value 0 is -0.25"),
+                       "input 'BERT_WEIGHT_INPUT' must be finite and within [0, 1]: value 0 is -0.25"),
     "weight_nan": ("postprocess", {**POST_OK, "BERT_WEIGHT_INPUT": np.full((2, 1), np.nan, np.float32)},
-                   "BERT_WEIGHT must be finite and within [0, 1]: value 0 is nan"),
+                   "input 'BERT_WEIGHT_INPUT' must be finite and within [0, 1]: value 0 is nan"),
     "nan_bert_score": ("postprocess", {**POST_OK, "BERT_WEIGHT_INPUT": np.full((2, 1), 0.5, np.float32),
                                        "BERT_LARGE_SCORE": np.array([[1.0], [np.nan]], np.float32)},
-                       "bert_scores must be finite: row 1 is nan"),
+                       "input 'BERT_LARGE_SCORE' must be finite: row 1 is nan"),
     "inf_tree_score": ("postprocess", {**POST_OK, "BERT_WEIGHT_INPUT": np.full((2, 1), 0.5, np.float32),
                                        "CUML_SCORE": np.array([[-np.inf], [0.0]], np.float32)},
-                       "tree_scores must be finite: row 0 is -inf"),
+                       "input 'CUML_SCORE' must be finite: row 0 is -inf"),
     "batch_mismatch_unbatched": ("postprocess_windows", {
         "BERT_WEIGHT_INPUT": np.array([[0.5]], np.float32), "BERT_LARGE_SCORE": np.ones((3, 1), np.float32),
         "CUML_SCORE": np.ones((2, 1), np.float32)},
-        "mismatched batch sizes: 3 BERT scores but 2 tree scores (pass overflow_to_sample_mapping when BERT rows "
-        "are overflow windows)"),
+        "mismatched batch sizes: 3 rows in input 'BERT_LARGE_SCORE' but 2 in input 'CUML_SCORE' (pass input "
+        "'OVERFLOW_TO_SAMPLE_MAPPING' when BERT rows are overflow windows)"),
     "mapping_out_of_range": ("postprocess_windows", {
         "BERT_WEIGHT_INPUT": np.array([[0.5]], np.float32), "BERT_LARGE_SCORE": np.ones((2, 1), np.float32),
         "CUML_SCORE": np.ones((2, 1), np.float32), "OVERFLOW_TO_SAMPLE_MAPPING": np.array([[0], [2]], np.int64)},
-        "overflow_to_sample_mapping values must be text indices in [0, 2): got 0..2"),
+        "input 'OVERFLOW_TO_SAMPLE_MAPPING' values must be text indices in [0, 2): got 0..2"),
 }
 
 GOOD_NEXT = {

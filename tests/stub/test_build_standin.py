@@ -51,7 +51,8 @@ def test_build_output_and_verification(built: tuple[BuildResult, Path, list[str]
     stub = tmp / "deploy" / "my_model" / "triton_python_backend_stub"
     assert result.stub == stub and stub.is_file()
     assert stub.stat().st_mode & 0o777 == 0o755
-    assert [c.name for c in result.checks] == list(STANDIN_REQUIREMENTS) and all(c.ok for c in result.checks)
+    # the given source directory (the stand-in) is checked first
+    assert [c.name for c in result.checks] == ["sources", *STANDIN_REQUIREMENTS] and all(c.ok for c in result.checks)
     assert any(line.startswith("$ cmake -S") and "-DTRITON_CORE_REPO_TAG=r24.10" in line for line in logs)
     assert any("--target triton-python-backend-stub" in line for line in logs)
     v = result.verification

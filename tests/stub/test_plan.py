@@ -156,3 +156,20 @@ def test_shell_wrapper_build_reports_missing_tools_and_exits_1(this_python: Pyth
     assert "missing requirements" in out.stderr and "cmake not found" in out.stderr
     assert "fix: pip install 'cmake>=3.17'" in out.stderr
     assert not (tmp_path / "w").exists()
+
+
+def test_dry_run_refuses_source_directories_that_do_not_exist(this_python: PythonInfo, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 26: a mistyped --googletest-src used to pass every check and fail at CMake's configure."""
+    (tmp_path / "pb").mkdir()
+    rc = main(["stub", "build", "--triton", "24.10", "--python", this_python.executable, "--no-gpu",
+               "--work-dir", str(tmp_path / "w"), "--python-backend-src", str(tmp_path / "pb"),
+               "--googletest-src", "/nonexistent/gt", "--dry-run"])
+    out, err = capsys.readouterr()
+    assert rc == 2
+    assert "[MISSING] sources: no such directory: --googletest-src /nonexistent/gt" in out
+    assert "stub build: no such directory: --googletest-src /nonexistent/gt" in err
+    assert "--python-backend-src" not in err  # that one exists
+    rc = main(["stub", "build", "--triton", "24.10", "--python", this_python.executable, "--no-gpu",
+               "--work-dir", str(tmp_path / "w"), "--python-backend-src", str(tmp_path / "pb"), "--dry-run"])
+    assert "[ok] sources: 1 local source directory exist" in capsys.readouterr().out

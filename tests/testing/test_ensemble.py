@@ -53,6 +53,15 @@ def test_missing_member_output_is_named():
     assert info.value.tensor == "scores"
 
 
+def test_member_callable_returning_an_array_is_a_clear_error():
+    """Issue 26: returning the array itself used to fail in dict() ("dictionary update sequence element #0...")."""
+    with pytest.raises(EnsembleError) as info:
+        run_ensemble(REPO, "ens", {"TEXT": ["a"]}, models={"mid": lambda d: _mid(d)["SCORE"]})
+    assert str(info.value) == ("in ensemble 'ens', step 1 (model 'mid'): the models= callable must return a dict of "
+                               "the model's output names to arrays ({'SCORE': array}), not ndarray")
+    assert info.value.model == "mid" and info.value.step == 1
+
+
 def test_ensemble_inputs_are_validated():
     with pytest.raises(
         EnsembleError,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,3 +51,77 @@ def test_every_command_is_registered_from_the_tools() -> None:
         module = p.get_default("func").__module__ if p.get_default("func") else None
         if module is not None:  # commands with sub-subcommands set func one level down
             assert module.startswith("triton_textops.tools."), (name, module)
+
+
+def _tool_module(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _tools_import_graph() -> dict[str, set[str]]:
+    """module -> the tools modules it imports anywhere (top level, in functions, under TYPE_CHECKING)."""
+    files = {_tool_module(f): f for f in sorted((PKG / "tools").rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, f in files.items():
+        deps = set()
+        for m in _imports(f):
+            while m and m not in files:  # `from pkg.mod import name` lists pkg.mod.name too
+                m = m.rpartition(".")[0]
+            if m and m != name and m != "triton_textops.tools":
+                deps.add(m)
+        graph[name] = deps
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_tools_import_graph_has_no_cycle() -> None:
+    """Issue 26: server, envs and repo.generate imported each other in a circle (also through lazy imports)."""
+    graph = _tools_import_graph()
+    assert "triton_textops.tools.repo.requirements" in graph["triton_textops.tools.server"]
+    assert "triton_textops.tools.envs" in graph["triton_textops.tools.repo.generate"]  # the check sees lazy imports
+    assert _cycles(graph) == []
+
+
+@pytest.mark.parametrize("module,absent", [
+    ("triton_textops.tools.server", ("triton_textops.tools.envs", "triton_textops.tools.repo.generate")),
+    ("triton_textops.tools.envs", ("triton_textops.tools.server", "triton_textops.tools.repo.generate")),
+    ("triton_textops.tools.repo.generate", ("triton_textops.tools.server",)),
+])
+def test_each_tool_module_imports_alone(module: str, absent: tuple[str, ...]) -> None:
+    """In a fresh interpreter, each of the three imports without pulling in the others at import time."""
+    code = (f"import sys, {module}; bad = [m for m in {list(absent)!r} if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr

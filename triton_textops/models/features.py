@@ -15,7 +15,7 @@ from triton_textops.triton.params import Param
 
 FEATURE_PARAMS = [
     Param("features", "path", default="features.json", help="artifact from `triton-textops fit-features`"),
-    Param("normalize", "bool", default=True),
+    Param("normalize", "bool", default=True, help="standardize with the artifact's mean and std"),
 ]
 
 

@@ -34,7 +34,8 @@ def predict(forest: Any, x: np.ndarray, threads: int = 0) -> np.ndarray:
 
 
 class TritonPythonModel(TextOpsModel):
-    PARAMS = [Param("checkpoint", "path", default="checkpoint.tl"), Param("threads", "int", default=0, minimum=0)]
+    PARAMS = [Param("checkpoint", "path", default="checkpoint.tl", help="Treelite checkpoint of the forest"),
+              Param("threads", "int", default=0, minimum=0, help="Treelite's threads (0: all cores)")]
     INPUTS = {"features": TensorSpec("input__0", "TYPE_FP32", (-1,))}
     OUTPUTS = {"score": TensorSpec("output__0", "TYPE_FP32")}
 

@@ -33,7 +33,8 @@ def make_session(path: str, device: str = "cpu", threads: int = 0) -> Any:
 
 
 class TritonPythonModel(TextOpsModel):
-    PARAMS = [Param("model", "path", default="model.onnx"), Param("threads", "int", default=0, minimum=0),
+    PARAMS = [Param("model", "path", default="model.onnx", help="the ONNX model file"),
+              Param("threads", "int", default=0, minimum=0, help="onnxruntime's intra-op threads (0: its default)"),
               IDS_DTYPE_PARAM]
     INPUTS = {
         "input_ids": TensorSpec("INPUT__0", "TYPE_INT64", (-1,), ids=True),

@@ -30,7 +30,8 @@ class TritonPythonModel(TextOpsModel):
             if t is not None:
                 kw[role] = io.numeric(io.to_array(t, self.xp), self.names[role], "iu" if spec.optional else "f")
         kw.setdefault("overflow_to_sample_mapping", None)
-        return validate_blend_request(**kw)  # a bad request is rejected here, alone; checked once
+        names = {role: f"input '{self.names[role]}'" for role in self.INPUTS}  # the config's tensors
+        return validate_blend_request(**kw, names=names)  # a bad request is rejected here, alone; checked once
 
     def compute(self, items: list[Any]) -> list[dict[str, Any]]:
         out = []

@@ -18,11 +18,12 @@ from triton_textops.triton.params import Param
 
 TOKENIZER_PARAMS = [
     Param("vocab", "path", default="vocab.txt", help="WordPiece vocab.txt"),
-    Param("lowercase", "bool", default=True),
+    Param("lowercase", "bool", default=True, help="uncased normalization (lowercase, strip accents) as HF's"),
     Param("max_length", "int", default=None, minimum=3,
           help="tokens per row (default: the config's output dims, else 128)"),
-    Param("stride", "int", default=0, minimum=0),
-    Param("return_overflowing_tokens", "bool", default=False),
+    Param("stride", "int", default=0, minimum=0, help="tokens shared by consecutive overflow windows (HF's stride)"),
+    Param("return_overflowing_tokens", "bool", default=False,
+          help="long texts give several rows (windows); needs max_batch_size: 0"),
     IDS_DTYPE_PARAM,
 ]
 INT_DTYPES = ("TYPE_INT64", "TYPE_INT32")
@@ -37,7 +38,7 @@ def load_tokenizer(model: TextOpsModel) -> BertTokenizer:
 
 
 class TritonPythonModel(TextOpsModel):
-    PARAMS = [*TOKENIZER_PARAMS, Param("add_special_tokens", "bool", default=True)]
+    PARAMS = [*TOKENIZER_PARAMS, Param("add_special_tokens", "bool", default=True, help="[CLS] ... [SEP] per row")]
     INPUTS = {"text": TensorSpec("TEXT", "TYPE_STRING")}
     OUTPUTS = {
         "input_ids": TensorSpec("INPUT_IDS", "TYPE_INT64", ("L",), ids=True),

@@ -13,7 +13,7 @@ order (window 0, 1, 2, ... of each text) in float64, so NumPy and CuPy give iden
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -70,48 +70,56 @@ def validate_blend_request(
     weight: Any,
     *,
     overflow_to_sample_mapping: Any | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> BlendRequest:
-    """Check one request's blend inputs; raise :class:`InputError` (a ValueError) naming what is wrong."""
+    """Check one request's blend inputs; raise :class:`InputError` (a ValueError) naming what is wrong.
+
+    ``names`` maps the argument names (``bert_scores``, ``tree_scores``, ``weight``,
+    ``overflow_to_sample_mapping``) to what the messages call them: a model passes its config's tensors
+    (``"input 'BERT_LARGE_SCORE'"``), so a client reads the names it sent."""
+    label = {"bert_scores": "bert_scores", "tree_scores": "tree_scores", "weight": "BERT_WEIGHT",
+             "overflow_to_sample_mapping": "overflow_to_sample_mapping", **(names or {})}
     xp = array_module(tree_scores)
     tree_shape = tuple(np.shape(tree_scores)) if not hasattr(tree_scores, "shape") else tuple(tree_scores.shape)
-    tree = _scores(xp, tree_scores, "tree_scores")
-    bert = _scores(xp, bert_scores, "bert_scores")
+    tree = _scores(xp, tree_scores, label["tree_scores"])
+    bert = _scores(xp, bert_scores, label["bert_scores"])
     n, r = int(tree.shape[0]), int(bert.shape[0])
 
     w = weight if hasattr(weight, "dtype") and array_module(weight) is xp else np.asarray(weight)
     if w.dtype.kind not in "fiu":
-        raise InputError(f"BERT_WEIGHT must be numeric, got dtype {w.dtype}")
+        raise InputError(f"{label['weight']} must be numeric, got dtype {w.dtype}")
     w = xp.asarray(w).astype(np.float64).reshape(-1)
     if w.size == 0 and n > 0:
-        raise InputError("BERT_WEIGHT is empty: give one value for the request or one per row")
+        raise InputError(f"{label['weight']} is empty: give one value for the request or one per row")
     if w.size not in (1, n):
-        raise InputError(f"BERT_WEIGHT has {w.size} values: expected 1 (whole request) or {n} (one per row)")
+        raise InputError(f"{label['weight']} has {w.size} values: expected 1 (whole request) or {n} (one per row)")
     ok = xp.isfinite(w) & (w >= 0) & (w <= 1)
     if not bool(ok.all()):
         bad = int(xp.argmin(ok))
-        raise InputError(f"BERT_WEIGHT must be finite and within [0, 1]: value {bad} is {float(w[bad])}")
+        raise InputError(f"{label['weight']} must be finite and within [0, 1]: value {bad} is {float(w[bad])}")
     w32 = xp.repeat(w.astype(np.float32), n) if w.size == 1 else w.astype(np.float32)
 
     mapping = counts = None
     if overflow_to_sample_mapping is None:
         if r != n:
             raise InputError(
-                f"mismatched batch sizes: {r} BERT scores but {n} tree scores "
-                "(pass overflow_to_sample_mapping when BERT rows are overflow windows)"
+                f"mismatched batch sizes: {r} rows in {label['bert_scores']} but {n} in {label['tree_scores']} "
+                f"(pass {label['overflow_to_sample_mapping']} when BERT rows are overflow windows)"
             )
     else:
-        m = _column(xp, overflow_to_sample_mapping, "overflow_to_sample_mapping", "iu")
+        mname = label["overflow_to_sample_mapping"]
+        m = _column(xp, overflow_to_sample_mapping, mname, "iu")
         if int(m.shape[0]) != r:
-            raise InputError(f"overflow_to_sample_mapping has {m.shape[0]} rows but there are {r} BERT scores")
+            raise InputError(f"{mname} has {m.shape[0]} rows but {label['bert_scores']} has {r}")
         m = m.astype(np.int64)
         if r and (int(m.min()) < 0 or int(m.max()) >= n):
             raise InputError(
-                f"overflow_to_sample_mapping values must be text indices in [0, {n}): "
+                f"{mname} values must be text indices in [0, {n}): "
                 f"got {int(m.min())}..{int(m.max())}"
             )
         counts = bincount(xp, m, n)
         if n and not bool((counts > 0).all()):
-            raise InputError(f"text {int(xp.argmin(counts > 0))} has no BERT row in overflow_to_sample_mapping")
+            raise InputError(f"text {int(xp.argmin(counts > 0))} has no BERT row in {mname}")
         mapping = m
     return BlendRequest(bert, tree, w32, mapping, counts, tree_shape, xp)
 

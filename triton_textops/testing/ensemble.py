@@ -87,6 +87,11 @@ def run_ensemble(
 ) -> dict[str, Any]:
     """Execute ensemble ``ensemble_name`` of ``repository`` on ``inputs``; return its outputs (NumPy).
 
+    ``models`` stands in for the members that are not Python-backend models (onnxruntime, pytorch, fil, ...):
+    ``models={"bert-large": fn}`` where ``fn(inputs) -> outputs`` takes a dict of the member's input names (its
+    config's, e.g. ``INPUT__0``) to arrays and returns a dict of its output names (``OUTPUT__0``) to arrays of
+    the config's shape with the batch dimension first. Returning anything else is an :class:`EnsembleError`.
+
     Raises :class:`EnsembleError` naming the step, the model and the tensor when something fails.
     ``request_id`` is the client's id; like the server, every step request carries it.
     """
@@ -168,9 +173,17 @@ def _run_step(
     if model in members:
         args = {m_in: _client_array(tensors[src]) for m_in, src in input_map.items()}
         try:
-            out = dict(members[model](args))
+            out = members[model](args)
         except Exception as exc:
             raise EnsembleError(f"{where}: {type(exc).__name__}: {exc}", step=index, model=model) from exc
+        if not isinstance(out, Mapping):
+            names = ", ".join(f"'{m}': array" for m in output_map) or "output name: array"
+            raise EnsembleError(
+                f"{where}: the models= callable must return a dict of the model's output names to arrays "
+                f"({{{names}}}), not {type(out).__name__}",
+                step=index,
+                model=model,
+            )
         produced = {}
         for m_out, dst in output_map.items():
             if m_out not in out:

@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 from triton_textops.errors import InputError
@@ -89,8 +90,6 @@ def package_dependencies(kind: str = "cpu") -> list[str]:
     """triton-textops's own runtime requirements (its metadata; the checkout's pyproject.toml when not installed),
     plus the ``gpu`` extra's for ``kind="gpu"``, numpy left out (the env pins it for the stub). ``pack`` installs
     triton-textops with ``--no-deps`` (a checkout or wheel path), so these go in explicitly."""
-    from importlib import metadata  # noqa: PLC0415
-
     try:
         declared = metadata.requires("triton-textops") or []
     except metadata.PackageNotFoundError:
@@ -358,19 +357,25 @@ def check_env(
     backends: Sequence[str] = ("numpy",),
     build_prefixes: Sequence[str] = (),
     run: bool = True,
+    stub_python: str | None = None,
 ) -> EnvReport:
-    """Check an env (directory or tarball) against a stub and/or a Triton release; see the module docstring."""
+    """Check an env (directory or tarball) against a stub and/or a Triton release; see the module docstring.
+
+    ``stub_python`` (no ``stub``): the env is meant for a custom stub of that Python, still to be built (what
+    ``env pack --python 3.11`` for 24.10 asks for): the env is compared with it, and the stock stub's other
+    Python is a warning with the build command instead of a failure."""
     unknown = [b for b in backends if b not in BACKEND_MODULES]
     if unknown:
         raise InputError(f"unknown backend(s) {unknown}; choose from {sorted(BACKEND_MODULES)}")
     with open_env(env) as (root, archive_problems):
         rep = EnvReport(str(env), root)
-        _check(rep, root, archive_problems, stub, release, backends, build_prefixes, run)
+        _check(rep, root, archive_problems, stub, release, backends, build_prefixes, run, stub_python)
         return rep
 
 
 def _check(rep: EnvReport, root: Path, archive_problems: list[str], stub: str | os.PathLike[str] | None,
-           release: Release | None, backends: Sequence[str], build_prefixes: Sequence[str], run: bool) -> None:
+           release: Release | None, backends: Sequence[str], build_prefixes: Sequence[str], run: bool,
+           stub_python: str | None = None) -> None:
     fix_pack = ("pack the env with conda-pack (`conda pack -p ENV -o custom_env.tar.gz`) or venv-pack "
                 "(`venv-pack -p ENV -o custom_env.tar.gz`), or use `triton-textops env pack`")
     # archive layout
@@ -402,9 +407,18 @@ def _check(rep: EnvReport, root: Path, archive_problems: list[str], stub: str | 
         stub_py = info.python_version
         if stub_py is None:
             rep.add("fail", f"{stub_path} links no libpython; cannot tell its Python", "pass --triton instead")
+    elif stub_python:
+        stub_py = stub_python
+        stock = default_python_for(release) if release else None
+        if stock and stock != stub_python:
+            rep.add("warn", f"Python {stub_python} asked for: the stock stub of tritonserver:{release}-py3 embeds "
+                    f"Python {stock}, so this env needs a custom stub built for Python {stub_python}",
+                    f"triton-textops stub build --triton {release} --python {stub_python}; then "
+                    f"triton-textops env check ENV --stub STUB --triton {release}")
     elif release:
         stub_py = default_python_for(release)
-    where = f"stub {stub_path}" if stub_path else (f"stock stub of tritonserver:{release}-py3" if release else "")
+    where = (f"stub {stub_path}" if stub_path else f"custom stub it needs (Python {stub_python})" if stub_python
+             else (f"stock stub of tritonserver:{release}-py3" if release else ""))
     if env_py and stub_py:
         if env_py == stub_py:
             rep.add("ok", f"Python {env_py} in the env = Python of the {where}")
@@ -554,10 +568,15 @@ class PackPlan:
     python_version: str
     backends: tuple[str, ...]
     work_dir: Path | None = None  # removed after packing (only when we created it)
+    textops_wheel: Path | None = None  # written from the installed distribution before the commands run
 
     def render(self) -> str:
         lines = [f"tool: {self.tool}; env built at {self.prefix}; output {self.output}"
                  + (" (directory)" if self.as_dir else ""), "commands:"]
+        if self.textops_wheel is not None:
+            dist = installed_distribution()
+            lines.append(f"  (write {self.textops_wheel} from the installed triton-textops {dist.version} in "
+                         f"{dist.locate_file('')}: its own files, no package index)")
         lines += ["  " + shlex.join(c) for c in self.commands]
         if self.as_dir:
             lines.append(f"  extract the archive into {self.output}")
@@ -565,13 +584,90 @@ class PackPlan:
         return "\n".join(lines)
 
 
-def default_textops_source() -> str:
-    """This checkout (when running from one), else the released package."""
-    from triton_textops import __version__
-
+def default_textops_source() -> str | None:
+    """This checkout when triton_textops runs from one (a source tree or an editable install), else None: the
+    installed distribution, which :func:`make_pack_plan` repacks as a wheel (:func:`wheel_from_installed`)."""
     if (_REPO_ROOT / "pyproject.toml").is_file() and (_REPO_ROOT / "triton_textops").is_dir():
         return str(_REPO_ROOT)
-    return f"triton-textops=={__version__}"
+    return None
+
+
+# dist-info files pip writes at install time (a wheel must not carry them; RECORD is written anew)
+_INSTALL_ONLY = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
+
+
+def installed_distribution() -> metadata.Distribution:
+    """The installed triton-textops distribution whose files are the running ``triton_textops`` package.
+
+    Raises InputError when there is none (e.g. the package is imported from a copied tree): then give
+    ``--textops`` a path or wheel."""
+    import triton_textops  # noqa: PLC0415
+
+    here = Path(triton_textops.__file__).resolve()
+    try:
+        dist = metadata.distribution("triton-textops")
+    except metadata.PackageNotFoundError:
+        dist = None
+    if dist is None or not dist.files or Path(str(dist.locate_file("triton_textops/__init__.py"))).resolve() != here:
+        raise InputError(f"triton_textops is imported from {here.parent}, which is neither a source checkout nor "
+                         "an installed triton-textops distribution: give --textops PATH_OR_WHEEL")
+    return dist
+
+
+def _wheel_name(dist: metadata.Distribution) -> str:
+    wheel_meta = dist.read_text("WHEEL") or ""
+    tags = [line.split(":", 1)[1].strip() for line in wheel_meta.splitlines() if line.startswith("Tag:")]
+    name = re.sub(r"[-_.]+", "_", dist.metadata["Name"]).lower()
+    return f"{name}-{dist.version.replace('-', '_')}-{tags[0] if tags else 'py3-none-any'}.whl"
+
+
+def _record_hash(data: bytes) -> str:
+    import base64  # noqa: PLC0415
+    import hashlib  # noqa: PLC0415
+
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def wheel_from_installed(dest_dir: str | os.PathLike[str]) -> Path:
+    """Write a wheel of the installed triton-textops (:func:`installed_distribution`) into ``dest_dir``.
+
+    Why: a pip user's package has no source tree and may be on no index (a wheel built in-house, a pre-release),
+    so ``env pack`` installs exactly the installed version from its own files, offline. The wheel holds the
+    files the install's RECORD lists inside site-packages (no ``__pycache__``, no console scripts: pip makes them
+    again from ``entry_points.txt``) and a new RECORD with their hashes."""
+    import zipfile  # noqa: PLC0415
+
+    dist = installed_distribution()
+    base = Path(str(dist.locate_file("")))
+    info_dir = next((str(f).split("/", 1)[0] for f in dist.files or () if str(f).split("/", 1)[0].endswith(
+        ".dist-info")), None)
+    if info_dir is None:
+        raise InputError(f"the installed triton-textops in {base} has no .dist-info: give --textops PATH_OR_WHEEL")
+    files = []
+    for f in dist.files or ():
+        rel = str(f).replace(os.sep, "/")
+        parts = rel.split("/")
+        if rel.startswith("../") or "__pycache__" in parts or rel.endswith((".pyc", ".pyo")):
+            continue
+        if parts[0] == info_dir and parts[-1] in _INSTALL_ONLY:
+            continue
+        if (base / rel).is_file():
+            files.append(rel)
+    if f"{info_dir}/METADATA" not in files:
+        raise InputError(f"{base / info_dir}: no METADATA; cannot rebuild a wheel of the installed triton-textops")
+    files.sort(key=lambda r: (r.startswith(info_dir + "/"), r))  # package files first, dist-info last
+    dest = Path(dest_dir)
+    dest.mkdir(parents=True, exist_ok=True)
+    out = dest / _wheel_name(dist)
+    record = []
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for rel in files:
+            data = (base / rel).read_bytes()
+            zf.writestr(rel, data)
+            record.append(f"{rel},{_record_hash(data)},{len(data)}")
+        record.append(f"{info_dir}/RECORD,,")
+        zf.writestr(f"{info_dir}/RECORD", "\n".join(record) + "\n")
+    return out
 
 
 def _venv_pack_cmd() -> list[str] | None:
@@ -627,8 +723,13 @@ def make_pack_plan(
     have = {_name(r) for r in reqs}
     reqs += [r for r in package_dependencies(kind) if _name(r) not in have] + list(extra)
     textops = textops or default_textops_source()
+    wheel_name = _wheel_name(installed_distribution()) if textops is None else None
     temp_work = None if work_dir else Path(tempfile.mkdtemp(prefix="textops-env-"))
     work = Path(work_dir) if work_dir else temp_work
+    textops_wheel = None
+    if wheel_name is not None:  # a pip user's install: pack that version from its own files, no index
+        textops_wheel = (work / "wheels" / wheel_name).absolute()
+        textops = str(textops_wheel)
     prefix = (work / "env").absolute()
     out = Path(output).absolute()
     archive = (work / "custom_env.tar.gz").absolute() if as_dir else out
@@ -662,7 +763,8 @@ def make_pack_plan(
             f"a stub built for Python {py_version} (the stock stub if that is the container's Python)",
             "conda-unpack is never run by Triton: prefix-dependent text files keep the build prefix",
         ]
-        return PackPlan("conda", prefix, out, as_dir, commands, implications, release, py_version, backends, temp_work)
+        return PackPlan("conda", prefix, out, as_dir, commands, implications, release, py_version, backends, temp_work,
+                        textops_wheel)
     info = find_python(python or default_python_for(release))
     pip_env = [sys.executable, "-m", "pip", "--python", str(prefix / "bin" / "python")]
     if _outer_pip_supports_python():
@@ -673,7 +775,8 @@ def make_pack_plan(
         pip = [str(prefix / "bin" / "python"), "-m", "pip"]
     vp = _venv_pack_cmd()
     if vp is None:
-        raise InputError("venv-pack not found: pip install venv-pack (into the Python running triton-textops)")
+        raise InputError("venv-pack not found: pip install 'triton-textops[pack]' (or venv-pack, into the Python "
+                         "running triton-textops)")
     commands += [
         [*pip, "install", "--no-compile", *pip_args, *reqs],
         [*pip, "install", "--no-compile", "--no-deps", *pip_args, textops],
@@ -688,7 +791,7 @@ def make_pack_plan(
         f"build a stub for it: triton-textops stub build --triton {release} --python {info.executable}",
     ]
     return PackPlan("venv", prefix, out, as_dir, commands, implications, release, info.major_minor, backends,
-                    temp_work)
+                    temp_work, textops_wheel)
 
 
 def pack_env(plan: PackPlan, *, log: Callable[[str], None] = print) -> Path:
@@ -704,6 +807,9 @@ def pack_env(plan: PackPlan, *, log: Callable[[str], None] = print) -> Path:
         Path(spec).write_text("channels:\n  - conda-forge\ndependencies:\n"
                               + "".join(f"  - {d}\n" for d in conda_deps))
     try:
+        if plan.textops_wheel is not None:
+            built = wheel_from_installed(plan.textops_wheel.parent)
+            log(f"wrote {built} from the installed triton-textops (no package index)")
         _run_pack(plan, log)
     finally:
         if plan.work_dir is not None:
@@ -720,8 +826,13 @@ def _run_pack(plan: PackPlan, log: Callable[[str], None]) -> None:
         if res.returncode != 0:
             raise RuntimeError(f"failed (exit {res.returncode}): {shlex.join(cmd)}\n"
                                + "\n".join(res.stdout.splitlines()[-30:]))
+    archive = plan.commands[-1][plan.commands[-1].index("-o") + 1]
+    # venv-pack and conda-pack write through a private temporary file (mode 0600): give the tarball the
+    # permissions any new file gets here (0644 with the usual umask), so a server running as another user reads it
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(archive, 0o666 & ~umask)
     if plan.as_dir:
-        archive = plan.commands[-1][plan.commands[-1].index("-o") + 1]
         if plan.output.exists():
             raise RuntimeError(f"{plan.output} exists; remove it first")
         plan.output.mkdir(parents=True)
@@ -794,8 +905,8 @@ def pack_repository_env(
     if python is None:
         python = "{}.{}".format(*sys.version_info[:2]) if conda else getattr(sys, "_base_executable", sys.executable)
     with tempfile.TemporaryDirectory(prefix="textops-repo-env-") as tmp:
-        source = textops or default_textops_source()
-        if Path(source).is_dir():
+        source = textops or default_textops_source()  # None: the installed distribution (make_pack_plan)
+        if source is not None and Path(source).is_dir():
             source = str(_copy_source(Path(source), Path(tmp) / "src"))
         plan = make_pack_plan(kind=kind, release=release, python=python, output=output, tool=tool, textops=source,
                               extra=list(requirements), work_dir=Path(tmp) / "work")
@@ -848,8 +959,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--python", help="env Python (version or interpreter path); default: the stub's / container's")
     k.add_argument("--output", "-o", default="custom_env.tar.gz", help="tarball (default custom_env.tar.gz)")
     k.add_argument("--dir", dest="as_dir", action="store_true", help="write a directory env at --output instead")
-    k.add_argument("--tool", choices=("auto", "conda", "venv"), default="auto")
-    k.add_argument("--textops", help="pip requirement/path for triton-textops (default: this checkout)")
+    k.add_argument("--tool", choices=("auto", "conda", "venv"), default="auto",
+                   help="conda + conda-pack, or venv + venv-pack (default auto: conda when it is on PATH)")
+    k.add_argument("--textops", help="pip requirement, path or wheel for triton-textops (default: this checkout "
+                   "when running from one, else a wheel written from the installed package: no index)")
     k.add_argument("--extra", action="append", default=[], help="more pip requirements (repeatable)")
     k.add_argument("--pip-arg", action="append", default=[], help="extra pip argument (repeatable), e.g. --no-index")
     k.add_argument("--work-dir", help="where the env is built before packing (default: a temp dir)")
@@ -858,7 +971,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     k.set_defaults(func=run_pack)
 
     c = esub.add_parser("check", help="check an env (tarball or directory) against a stub / Triton release")
-    c.add_argument("env")
+    c.add_argument("env", help="the env: a .tar.gz (as EXECUTION_ENV_PATH names it) or a directory")
     c.add_argument("--stub", help="the stub that will run it (Python read from its DT_NEEDED libpython)")
     c.add_argument("--triton", help="server release (24.10) or version (2.51.0): stock-stub Python and numpy bound")
     c.add_argument("--backend", action="append", choices=sorted(BACKEND_MODULES), default=None,
@@ -867,9 +980,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=run_check)
 
     s = esub.add_parser("spec", help="print a conda environment.yml or pip requirements.txt for a target")
-    s.add_argument("--format", choices=("conda", "pip"), default="conda")
-    s.add_argument("--kind", choices=("cpu", "gpu"), default="cpu")
-    s.add_argument("--triton", required=True)
+    s.add_argument("--format", choices=("conda", "pip"), default="conda",
+                   help="conda environment.yml or pip requirements.txt (default conda)")
+    s.add_argument("--kind", choices=("cpu", "gpu"), default="cpu", help="gpu adds cupy (default cpu)")
+    s.add_argument("--triton", required=True, help="the serving Triton release, e.g. 24.10 (numpy and libstdc++ pins)")
     s.add_argument("--python", help="default: the container's Python")
     s.set_defaults(func=run_spec)
 
@@ -913,6 +1027,8 @@ def run_pack(args: argparse.Namespace) -> int:
         return 2
     print(plan.render())
     if args.dry_run:
+        if plan.work_dir is not None:
+            shutil.rmtree(plan.work_dir, ignore_errors=True)
         return 0
     try:
         out = pack_env(plan)
@@ -922,7 +1038,11 @@ def run_pack(args: argparse.Namespace) -> int:
     print(f"packed: {out}")
     if args.no_check:
         return 0
-    rep = check_env(out, stub=args.stub, release=release, backends=plan.backends)
+    # an explicit --python other than the stock stub's is what the user asked for: checked as an env for a custom
+    # stub of that Python (a warning says how to build it), not failed against the stock stub
+    custom = (plan.python_version if args.python and not args.stub
+              and plan.python_version != default_python_for(release) else None)
+    rep = check_env(out, stub=args.stub, release=release, backends=plan.backends, stub_python=custom)
     print(rep.render())
     return 0 if rep.ok else 1
 

@@ -199,10 +199,23 @@ def exec_probe_command(targets: Sequence[ProbeTarget], *, port: int, timeout: fl
 # --------------------------------------------------------------------------------------------------------- CLI
 
 
+_CLI_DESCRIPTION = """\
+A real liveness check: one tiny inference per Python-backend model (or to the models named), answered correctly.
+
+Why: when a model's stub process dies (a crash in execute, the OOM killer), tritonserver 2.51 keeps reporting the
+model and the server ready (/v2/health/ready, /v2/models/M/ready) while every request to it fails with "Stub
+process '...' is not healthy". Only a request shows it.
+
+Each request is built from the model's config (numeric inputs all ones, text inputs a short sentence) and sent over
+Triton's HTTP/REST (KServe v2) protocol; the answer must have every configured output with its data type and
+element count, numbers finite. One line per model; exit status 1 when any model failed (or none could be probed).
+The KServe manifest's liveness probe (triton-textops deploy kserve) runs the same check inside the container."""
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``triton-textops probe URL [--model M]``."""
     p = sub.add_parser("probe", help="send one tiny real inference to each python model; fail if one is dead",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=_CLI_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("url", help="HTTP endpoint of the server: host:port or http://host:port")
     p.add_argument("--model", action="append", default=None,
                    help="model to probe, e.g. the ensemble (repeatable; default: every python model)")

@@ -43,6 +43,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -60,6 +61,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import triton_textops
+from triton_textops.tools.repo.requirements import read_requirements
 
 if TYPE_CHECKING:
     from triton_textops.tools.probe import ProbeResult
@@ -76,7 +78,33 @@ SHM_PREFIX = "triton_textops_"  # + <pid of the starting process>_<8 hex>_ ; pyt
 
 
 class TritonServerError(RuntimeError):
-    """The server could not be found, installed, started or stopped (message includes the server log)."""
+    """The server could not be found, installed, started or stopped (message includes the server log).
+
+    ``failures`` maps each model the server failed to load to the server's reason (see :func:`load_failures`)."""
+
+    def __init__(self, message: str, failures: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.failures: dict[str, str] = dict(failures or {})
+
+
+_LOAD_FAILURE = re.compile(r"failed to load '(?P<model>[^']+)' version (?P<version>\d+): (?P<reason>.*)")
+
+
+def load_failures(log: str) -> dict[str, str]:
+    """The models a tritonserver log says failed to load, each with the first line of the server's reason.
+
+    Why: a failed start ends in ~20 KB of log and wide status tables; one line per model is what to act on."""
+    out: dict[str, str] = {}
+    for line in log.splitlines():
+        m = _LOAD_FAILURE.search(line)
+        if m is None:
+            continue
+        reason = m.group("reason").rstrip()
+        if reason.endswith('"'):  # 24.x quotes each log message and escapes its newlines and quotes
+            reason = reason[:-1]
+        reason = reason.split("\\n", 1)[0].replace('\\"', '"').strip()
+        out.setdefault(m.group("model"), reason)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -445,6 +473,9 @@ class TritonServer:
         self._final_log: str | None = None
         self.command: list[str] = []
         self.shm_prefix = _own_shm_prefix(self.extra_args)
+        # models that failed to load, with the server's reason (set at start; with --exit-on-error=false in
+        # extra_args the server starts anyway and serves the others)
+        self.failures: dict[str, str] = {}
 
     # -- public properties ------------------------------------------------------------------------------------
     @property
@@ -578,11 +609,17 @@ class TritonServer:
         text = self.log
         tail = text[-_LOG_TAIL_CHARS:]
         cut = "" if len(tail) == len(text) else f"(last {_LOG_TAIL_CHARS} chars of {self._log_path})\n"
-        return TritonServerError(f"{why}\ncommand: {' '.join(self.command)}\n--- tritonserver log ---\n{cut}{tail}")
+        failures = load_failures(text)
+        summary = "".join(f"\nfailed to load {m}: {r}" for m, r in failures.items())
+        return TritonServerError(f"{why}{summary}\ncommand: {' '.join(self.command)}\n--- tritonserver log ---\n"
+                                 f"{cut}{tail}", failures)
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
         url = f"http://{self.http_url}/v2/health/ready"
+        # with --exit-on-error=false a model that failed to load keeps /ready at 503 (strict readiness) while the
+        # server serves the others: it is up once it is live and no model is still loading
+        tolerate = not _exit_on_error(self.extra_args)
         assert self.process is not None
         while True:
             rc = self.process.poll()
@@ -591,12 +628,30 @@ class TritonServer:
             try:
                 with urllib.request.urlopen(url, timeout=1.0) as resp:
                     if resp.status == 200 and _port_open(self.grpc_port):
+                        self.failures = load_failures(self.log)
                         return
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
                 pass
+            if tolerate and self._loaded_with_failures():
+                self.failures = load_failures(self.log)
+                return
             if time.monotonic() > deadline:
                 raise self._fail(f"tritonserver not ready after {self.startup_timeout:.0f}s")
             time.sleep(0.1)
+
+    def _loaded_with_failures(self) -> bool:
+        """Live, gRPC up, every model of the repository index settled (none LOADING) and at least one UNAVAILABLE."""
+        try:
+            with urllib.request.urlopen(f"http://{self.http_url}/v2/health/live", timeout=1.0) as resp:
+                if resp.status != 200 or not _port_open(self.grpc_port):
+                    return False
+            req = urllib.request.Request(f"http://{self.http_url}/v2/repository/index", data=b"{}", method="POST")
+            with urllib.request.urlopen(req, timeout=2.0) as resp:
+                index = json.loads(resp.read())
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError):
+            return False
+        states = [m.get("state", "") for m in index]
+        return bool(states) and "LOADING" not in states and "UNAVAILABLE" in states
 
     def stop(self) -> int | None:
         """Stop the server: SIGINT (graceful), then SIGTERM, then SIGKILL; reap its stub processes.
@@ -651,8 +706,6 @@ def repository_runtime_env(repository: str | os.PathLike[str]) -> Path:
     ``requirements.txt`` records (written by ``repo create`` / ``example readability``), cached per package set.
     When every python model names its own ``EXECUTION_ENV_PATH`` (``--pack-env``) those run there, so the record
     is not installed again."""
-    from triton_textops.tools.repo.generate import read_requirements  # noqa: PLC0415
-
     packages = read_requirements(repository) or ()
     if packages and _all_python_models_have_env(Path(repository)):
         packages = ()
@@ -795,23 +848,74 @@ def _port_open(port: int) -> bool:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``triton-textops serve``."""
-    p = sub.add_parser("serve", help="run a real tritonserver on a model repository until Ctrl-C")
+    p = sub.add_parser(
+        "serve", help="run a real tritonserver on a model repository until Ctrl-C",
+        description="Run a real tritonserver (the one on PATH or in /opt/tritonserver, else Triton 2.51 from the "
+        "nvidia-pytriton wheel, downloaded once, ~55 MB) on REPOSITORY, on loopback ports, until Ctrl-C. Python "
+        "models run in a cached model env with numpy<2, triton-textops and the repository's requirements.txt. "
+        "When models fail to load, one line per model gives the server's reason. Arguments after -- go to "
+        "tritonserver as they are, e.g.: triton-textops serve REPO -- --exit-on-error=false --log-verbose=1")
     p.add_argument("repository", help="model repository directory")
-    p.add_argument("--http-port", type=int, default=None)
-    p.add_argument("--grpc-port", type=int, default=None)
-    p.add_argument("--metrics-port", type=int, default=None)
-    p.add_argument("--python-env", default=None, help="venv the Python-backend models run in (numpy<2)")
-    p.add_argument("--log-verbose", type=int, default=0)
-    p.add_argument("--startup-timeout", type=float, default=300.0)
-    p.set_defaults(func=_serve)
+    p.add_argument("--http-port", type=int, default=None, help="HTTP/REST port (default: a free port)")
+    p.add_argument("--grpc-port", type=int, default=None, help="gRPC port (default: a free port)")
+    p.add_argument("--metrics-port", type=int, default=None, help="Prometheus metrics port (default: a free port)")
+    p.add_argument("--python-env", default=None,
+                   help="venv the Python-backend models run in, with numpy<2 and triton-textops (default: the "
+                        "cached model env, built on first use)")
+    p.add_argument("--log-verbose", type=int, default=0, help="tritonserver --log-verbose level (default 0)")
+    p.add_argument("--log-file", default=None,
+                   help="keep the server log in this file (default: a temporary file, kept only when the server "
+                        "fails)")
+    p.add_argument("--startup-timeout", type=float, default=300.0,
+                   help="seconds to wait for the server and its models to be ready (default 300)")
+    p.set_defaults(func=_serve, passthrough=[])
+    p.usage = "%(prog)s [options] repository [-- TRITONSERVER_ARG ...]"
+    p.epilog = ("-- TRITONSERVER_ARG ...: more tritonserver arguments, each --name=value; they come last on its "
+                "command line, so they win over the ones this command sets")
+
+
+def _exit_on_error(args: Sequence[str]) -> bool:
+    """tritonserver's --exit-on-error (default true) as the extra arguments leave it (the last one wins)."""
+    value = True
+    for a in args:
+        if a.startswith("--exit-on-error="):
+            value = a.split("=", 1)[1].strip().lower() not in ("false", "0", "no", "off")
+    return value
+
+
+def _print_failures(failures: Mapping[str, str], log_file: Path | None) -> None:
+    print(f"tritonserver could not load {len(failures)} model(s):", file=sys.stderr)
+    for model, reason in failures.items():
+        print(f"  {model}: {reason}", file=sys.stderr)
+    if log_file is not None:
+        print(f"full server log: {log_file}", file=sys.stderr)
 
 
 def _serve(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
-    print("preparing tritonserver (first run downloads ~55 MB and builds a model env)...", flush=True)
+    extra = list(args.passthrough)
+    bad = [a for a in extra if not a.startswith("-")]
+    if bad:
+        print(f"triton-textops serve: error: unexpected argument(s) {bad}; tritonserver arguments go after --, "
+              "each written --name=value", file=sys.stderr)
+        return 2
+    try:
+        find_server(install=False)
+        print("preparing tritonserver...", flush=True)
+    except TritonServerError:
+        print("preparing tritonserver (first run: downloads the nvidia-pytriton wheel, ~55 MB, once)...", flush=True)
+    keep_log = args.log_file is not None
+    if keep_log:
+        log_file = Path(args.log_file)
+    else:
+        fd, name = tempfile.mkstemp(prefix="triton-textops-serve-", suffix=".log")
+        os.close(fd)
+        log_file = Path(name)
     server = TritonServer(args.repository, http_port=args.http_port, grpc_port=args.grpc_port,
                           metrics_port=args.metrics_port, python_env=args.python_env,
-                          startup_timeout=args.startup_timeout, log_verbose=args.log_verbose)
+                          startup_timeout=args.startup_timeout, log_verbose=args.log_verbose, log_path=log_file,
+                          extra_args=extra)
+
     def _interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
@@ -824,20 +928,37 @@ def _serve(args: argparse.Namespace) -> int:
         server.stop()
         return 130
     except TritonServerError as err:
-        print(err, file=sys.stderr)
+        logged = log_file.is_file() and log_file.stat().st_size > 0  # empty: the server never ran
+        if not logged and not keep_log:
+            log_file.unlink(missing_ok=True)
+        if err.failures:
+            _print_failures(err.failures, log_file if logged else None)
+        else:
+            print(err, file=sys.stderr)
+            if logged:
+                print(f"full server log: {log_file}", file=sys.stderr)
         return 1
     print(f"tritonserver ready in {time.monotonic() - t0:.1f}s serving {server.model_repository}\n"
           f"  HTTP    {server.http_url}\n  gRPC    {server.grpc_url}\n  metrics {server.metrics_url}\n"
           f"  log     {server.log_path}\n  probe   triton-textops probe {server.http_url}\n"
           "Press Ctrl-C to stop.", flush=True)
+    if server.failures:  # --exit-on-error=false: it serves the others
+        _print_failures(server.failures, None)
     try:
         while server.running:
             time.sleep(0.5)
-        print(server.log[-_LOG_TAIL_CHARS:], file=sys.stderr)
-        print("tritonserver exited unexpectedly", file=sys.stderr)
+        failures = load_failures(server.log)
+        if failures:
+            _print_failures(failures, log_file)
+        else:
+            print(server.log[-_LOG_TAIL_CHARS:], file=sys.stderr)
+        print(f"tritonserver exited unexpectedly (full log: {log_file})", file=sys.stderr)
+        keep_log = True
         return 1
     except KeyboardInterrupt:
         print("stopping...", flush=True)
         return 0
     finally:
         server.stop()
+        if not keep_log:
+            log_file.unlink(missing_ok=True)

@@ -967,11 +967,33 @@ def check_cuda(path: str | None = None, environ: Mapping[str, str] | None = None
     return Check("cuda", True, f"{nvcc} (CUDA {m.group(1)}; the stub will need that libcudart at run time)")
 
 
+def check_sources(plan: StubPlan) -> Check | None:
+    """The local source directories the plan was given (--python-backend-src, --<dep>-src) exist; None when none
+    were given. Why: a mistyped path otherwise passes every check and fails minutes later in CMake's configure."""
+    given: list[tuple[str, Path]] = []
+    if plan.clone is None:
+        given.append(("--python-backend-src", plan.source_dir))
+    head = "-DFETCHCONTENT_SOURCE_DIR_"
+    for arg in plan.configure:
+        if arg.startswith(head) and "=" in arg:
+            name, value = arg[len(head):].split("=", 1)
+            if name in FETCH_DEPS:
+                given.append((f"--{FETCH_DEPS[name].replace('_', '-')}", Path(value)))
+    if not given:
+        return None
+    missing = [f"{opt} {p}" for opt, p in given if not p.is_dir()]
+    if missing:
+        return Check("sources", False, "no such directory: " + "; ".join(missing),
+                     "give existing source directories (a checkout at the release's branch)")
+    return Check("sources", True, f"{len(given)} local source director{'y' if len(given) == 1 else 'ies'} exist")
+
+
 def check_requirements(
     plan: StubPlan, *, path: str | None = None, prefixes: Sequence[Path] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> list[Check]:
-    """Run every check the plan needs; `path`/`prefixes`/`environ` override PATH, search prefixes and env vars."""
+    """Run every check the plan needs (the given source directories first); `path`/`prefixes`/`environ` override
+    PATH, search prefixes and env vars."""
     pref = list(prefixes) if prefixes is not None else search_prefixes(environ)
     checks: dict[str, Callable[[], Check]] = {
         "cmake": lambda: check_cmake(plan.cmake_minimum, path),
@@ -987,7 +1009,8 @@ def check_requirements(
     unknown = set(plan.requirements) - set(checks)
     if unknown:
         raise InputError(f"unknown requirement(s) {sorted(unknown)}")
-    return [checks[name]() for name in plan.requirements]
+    sources = check_sources(plan)
+    return ([sources] if sources is not None else []) + [checks[name]() for name in plan.requirements]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1246,7 +1269,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.set_defaults(func=run_build)
 
     i = ssub.add_parser("inspect", help="which Python a stub embeds and where its libpython resolves")
-    i.add_argument("stub")
+    i.add_argument("stub", help="path of a triton_python_backend_stub binary")
     i.set_defaults(func=run_inspect)
 
     r = ssub.add_parser("releases", help="print container release -> server version -> Python -> numpy table")
@@ -1276,8 +1299,13 @@ def run_build(args: argparse.Namespace) -> int:
     print(plan.render())
     if args.dry_run:
         print("requirements:")
-        for c in check_requirements(plan):
+        checks = check_requirements(plan)
+        for c in checks:
             print("  " + c.render())
+        bad = [c for c in checks if c.name == "sources" and not c.ok]
+        if bad:  # the caller's input is wrong: the real run would fail at configure
+            print(f"stub build: {bad[0].detail}", file=sys.stderr)
+            return 2
         return 0
     try:
         result = build_stub(plan)

@@ -10,14 +10,17 @@ with the repository. :mod:`.kserve` writes an ``InferenceService``, :mod:`.sagem
 
 from __future__ import annotations
 
+import ast
 import os
+import re
+import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from triton_textops.triton.config import ConfigError, load_config, model_config_pb2
 
-__all__ = ["DeployError", "RepositoryInfo", "inspect_repository", "DEFAULT_MODEL"]
+__all__ = ["DeployError", "RepositoryInfo", "inspect_repository", "stock_image_problems", "DEFAULT_MODEL"]
 
 DEFAULT_MODEL = "ensemble_all"
 STUB_NAME = "triton_python_backend_stub"
@@ -137,3 +140,67 @@ def inspect_repository(root: str | os.PathLike[str]) -> RepositoryInfo:
         if stub.exists():
             info.stubs[name] = stub
     return info
+
+
+_TEXTOPS_IN_ENV = re.compile(r"(?:^|/)lib/python3\.\d+/site-packages/triton_textops/__init__\.py$")
+
+
+def _imports_textops(model_dir: Path, cfg: Any) -> bool:
+    """Whether a version's model file imports triton_textops (what the one-line model.py of our models does)."""
+    filename = cfg.default_model_filename or "model.py"
+    for version in (v for v in model_dir.iterdir() if v.is_dir() and v.name.isdigit()):
+        path = version / filename
+        if not path.is_file():
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "triton_textops" or n.startswith("triton_textops.") for n in names):
+                return True
+    return False
+
+
+def _env_has_textops(env: Path) -> bool:
+    if env.is_dir():
+        return any(env.glob("lib/python3.*/site-packages/triton_textops/__init__.py"))
+    try:
+        with tarfile.open(env, "r:*") as tar:
+            return any(_TEXTOPS_IN_ENV.search(name) for name in tar.getnames())
+    except (tarfile.TarError, OSError):
+        return False
+
+
+def stock_image_problems(info: RepositoryInfo) -> list[str]:
+    """Why python models of the repository cannot load in a stock Triton image (no triton_textops there).
+
+    A python model whose model file imports triton_textops needs it from an ``EXECUTION_ENV_PATH`` env that
+    travels with the repository (``repo create --pack-env``, or ``env pack`` + ``--env``), unless the serving
+    image was built with triton-textops. One line per problem; empty when every such model has an env with it.
+    """
+    no_env, env_without = [], []
+    checked: dict[Path, bool] = {}
+    for name in info.python_models:
+        if not _imports_textops(info.root / name, info.configs[name]):
+            continue
+        env = info.envs.get(name)
+        if env is None:
+            if _env_path(info.configs[name]) is None:
+                no_env.append(name)
+            continue  # an env outside the repository: noted by inspect_repository, not readable here
+        key = env.resolve()
+        if key not in checked:
+            checked[key] = _env_has_textops(env)
+        if not checked[key]:
+            env_without.append(f"{name} ({env.relative_to(info.root)})")
+    out = []
+    if no_env:
+        out.append(f"python model(s) {', '.join(no_env)} import triton_textops but name no EXECUTION_ENV_PATH: "
+                   "the stock tritonserver image has no triton_textops, so they cannot load there")
+    if env_without:
+        out.append(f"the EXECUTION_ENV_PATH env of {', '.join(env_without)} has no triton_textops in "
+                   "lib/python3.X/site-packages: those models cannot import it")
+    return out

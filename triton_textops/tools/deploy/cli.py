@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from triton_textops.tools.deploy import DeployError, RepositoryInfo, inspect_repository
+from triton_textops.tools.deploy import DeployError, RepositoryInfo, inspect_repository, stock_image_problems
+
+_IMAGE_FLAG = "--image-has-textops"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -25,7 +27,10 @@ def add_parser(subparsers: Any) -> None:
     )
     k.add_argument("repo", help="the model repository folder (as uploaded to --storage-uri)")
     k.add_argument("--storage-uri", required=True, help="where the repository is uploaded: s3://, gs://, pvc://, ...")
-    k.add_argument("-o", "--output", default=None, help="write the YAML here (default: stdout)")
+    k.add_argument("-o", "--output", default=None,
+                   help="write the YAML to this file, or into this existing directory as <name>.yaml; missing "
+                        "parent directories are created (default: stdout)")
+    _add_image_flag(k)
     k.add_argument("--name", default=None, help="InferenceService name (default: the served model, '_' -> '-')")
     k.add_argument("--namespace", default=None, help="Kubernetes namespace")
     k.add_argument("--default-model", default=None, help="model the readiness probe checks (default: ensemble_all)")
@@ -58,7 +63,31 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--default-model", default=None, help="model to serve (default: ensemble_all)")
     s.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                    help="extra container environment, e.g. SAGEMAKER_TRITON_SHM_DEFAULT_BYTE_SIZE=33554432")
+    _add_image_flag(s)
     s.set_defaults(func=_sagemaker)
+
+
+def _add_image_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(_IMAGE_FLAG, action="store_true",
+                   help="the serving image already has triton-textops and its dependencies (a custom image): do "
+                        "not refuse python models that have no EXECUTION_ENV_PATH env with triton_textops in it")
+
+
+def _check_image(command: str, info: RepositoryInfo, image_has_textops: bool) -> bool:
+    """Refuse (or, with --image-has-textops, only warn about) python models the stock image cannot load."""
+    problems = stock_image_problems(info)
+    if not problems:
+        return True
+    if image_has_textops:
+        for p in problems:
+            print(f"warning: {p} ({_IMAGE_FLAG}: the image is expected to have it)", file=sys.stderr)
+        return True
+    for p in problems:
+        print(f"triton-textops deploy {command}: error: {p}", file=sys.stderr)
+    print("fix: pack an env into the repository (triton-textops repo create ... --pack-env, or triton-textops env "
+          f"pack + repo create --env), or pass {_IMAGE_FLAG} when the serving image has triton-textops",
+          file=sys.stderr)
+    return False
 
 
 def _fail(command: str, exc: Exception) -> int:
@@ -98,14 +127,20 @@ def _kserve(args: argparse.Namespace) -> int:
     except DeployError as exc:
         return _fail("kserve", exc)
     _notes(info)
+    if not _check_image("kserve", info, args.image_has_textops):
+        return 2
     if args.output is None:
         sys.stdout.write(text)
         return 0
-    Path(args.output).write_text(text, encoding="utf-8")
+    out = Path(args.output)
+    if out.is_dir():
+        out = out / f"{isvc.metadata.name}.yaml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
     pred = isvc.spec.predictor
     gpus = pred.model.resources.limits.get("nvidia.com/gpu", "0")
     print(
-        f"wrote {args.output}: InferenceService {isvc.metadata.name} serving {', '.join(info.models)} "
+        f"wrote {out}: InferenceService {isvc.metadata.name} serving {', '.join(info.models)} "
         f"from {args.storage_uri} ({gpus} GPU, replicas {pred.min_replicas}..{pred.max_replicas})",
         file=sys.stderr,
     )
@@ -129,6 +164,8 @@ def _sagemaker(args: argparse.Namespace) -> int:
             extra[key] = value
         info = inspect_repository(args.repo)
         env = container_environment(info, args.default_model, extra)
+        if not _check_image("sagemaker", info, args.image_has_textops):
+            return 2
         archive = write_model_archive(info, args.output)
     except DeployError as exc:
         return _fail("sagemaker", exc)

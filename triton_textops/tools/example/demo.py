@@ -40,7 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache", type=Path, default=Path(".cache") / "demo",
                    help="trained artifacts and the repository (default .cache/demo)")
     p.add_argument("--repository", type=Path, default=None, help="serve this repository instead of building one")
-    p.add_argument("--protocol", choices=("http", "grpc"), default="grpc")
+    p.add_argument("--protocol", choices=("http", "grpc"), default="grpc",
+                   help="tritonclient protocol the excerpts are scored with (default grpc)")
     add_build_options(p)
     p.set_defaults(func=run)
 
@@ -101,13 +102,24 @@ def _ms(xs: list[float]) -> str:
 
 
 def read_excerpts(source: str | None, count: int, seed: int = 0, n_test: int = 300) -> tuple[list[str], str]:
-    """Excerpts to score and where they came from."""
+    """Excerpts to score and where they came from. A line that is not valid UTF-8 is skipped with a message on
+    stderr naming it (the text tensors carry UTF-8; stdin's own decoding would otherwise end in a traceback)."""
     if source:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        where = "stdin" if source == "-" else source
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        lines = []
+        for number, raw in enumerate(data.split(b"\n"), 1):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                print(f"demo: {where} line {number} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
+                      f"{exc.start}): skipped", file=sys.stderr)
+                continue
+            if line:
+                lines.append(line)
         if not lines:
-            raise SystemExit(f"demo: no excerpts in {'stdin' if source == '-' else source}")
-        return lines, "stdin" if source == "-" else source
+            raise SystemExit(f"demo: no excerpts in {where}")
+        return lines, where
     from triton_textops.bundled import austen_paragraphs
 
     texts = austen_paragraphs()
@@ -128,7 +140,8 @@ def _step(n: int, total: int, what: str) -> Callable[[], None]:
 def run(args: argparse.Namespace) -> int:
     from triton_textops.tools.example.readability import DEMO_BERT_WEIGHT, TrainConfig
     from triton_textops.tools.example.readability import flesch_kincaid_grade as fk
-    from triton_textops.tools.repo.generate import REQUIREMENTS_FILE, RepositoryError, read_requirements
+    from triton_textops.tools.repo.generate import RepositoryError
+    from triton_textops.tools.repo.requirements import REQUIREMENTS_FILE, read_requirements
     from triton_textops.tools.server import (
         TritonServer,
         TritonServerError,
@@ -144,7 +157,12 @@ def run(args: argparse.Namespace) -> int:
     print("triton-textops demo: the seed's readability pipeline (preprocess → MiniLM regressor + random forest → "
           "blend) in a real tritonserver")
 
-    done = _step(1, total, "tritonserver (first run: downloads the nvidia-pytriton wheel, ~55 MB, and unpacks it)")
+    try:  # the download is announced only when it happens
+        find_server(install=False)
+        what = "tritonserver"
+    except TritonServerError:
+        what = "tritonserver (first run: downloads the nvidia-pytriton wheel, ~55 MB, and unpacks it)"
+    done = _step(1, total, what)
     install = find_server()
     done(f": {install.executable} ({install.origin})")
 

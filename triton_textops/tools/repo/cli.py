@@ -24,8 +24,11 @@ def add_parser(subparsers: Any) -> None:
         "create",
         help="write the ensemble_all repository (preprocess, bert-large, cuml, postprocess)",
         description="Write the seed's Triton repository: preprocess -> bert-large + cuml -> postprocess, "
-        "wired by the ensemble 'ensemble_all' (excerpt, BERT_WEIGHT -> SCORE). --device changes only the "
-        "instance_group kind of each model.",
+        "wired by the ensemble 'ensemble_all' (excerpt, BERT_WEIGHT -> SCORE). --device sets the "
+        "instance_group kind of each model and the default of --backends: with --device cpu, bert-large and cuml "
+        "are python-backend models (ONNX and forest stand-ins), so the repository serves in a server that has only "
+        "the Python backend (triton-textops serve); with --device gpu they use Triton's onnxruntime/pytorch and "
+        "FIL backends.",
     )
     p.add_argument("dir", help="repository directory to write")
     p.add_argument("--device", choices=("cpu", "gpu"), required=True, help="instance_group kind of every model")
@@ -33,8 +36,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--features", required=True, help="features artifact (triton-textops fit-features)")
     p.add_argument("--bert-model", default=None, help="model.onnx (onnxruntime) or model.pt (pytorch)")
     p.add_argument("--forest", default=None, help="treelite checkpoint for the FIL model 'cuml'")
-    p.add_argument("--backends", choices=("native", "python"), default="native",
-                   help="native: pytorch/onnxruntime + fil; python: our python-backend ONNX and forest models")
+    p.add_argument("--backends", choices=("native", "python"), default=None,
+                   help="native: pytorch/onnxruntime + fil; python: our python-backend ONNX and forest models "
+                        "(default: python with --device cpu, unless --bert-model is a .pt; native with --device gpu)")
     p.add_argument("--env", default=None,
                    help="execution environment (tarball or directory) copied into every python model's directory")
     add_pack_env_options(p)
@@ -50,6 +54,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _create(args: argparse.Namespace) -> int:
+    backends = args.backends
+    if backends is None:  # as `example readability`: a CPU repository serves where only the Python backend is
+        pt = args.bert_model is not None and str(args.bert_model).endswith(".pt")
+        backends = "python" if args.device == "cpu" and not pt else "native"
     try:
         options = dict(
             device=args.device,
@@ -57,7 +65,7 @@ def _create(args: argparse.Namespace) -> int:
             features=args.features,
             bert_model=args.bert_model,
             forest=args.forest,
-            backends=args.backends,
+            backends=backends,
             env=args.env,
             stub=args.stub,
             instances=args.instances,
@@ -71,7 +79,8 @@ def _create(args: argparse.Namespace) -> int:
     except RepositoryError as exc:
         print(f"triton-textops repo create: error: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {root}: {', '.join(plan.configs)} (instance_group {args.device.upper()}); "
+    print(f"wrote {root}: {', '.join(plan.configs)} (instance_group {args.device.upper()}, {backends} backends for "
+          f"bert-large and cuml); "
           f"{REQUIREMENTS_FILE}: {', '.join(plan.requirements) or 'nothing beyond numpy and triton-textops'}")
     for note in plan.notes:
         print(f"note: {note}")

@@ -24,6 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from triton_textops.tools.repo.requirements import (
+    REQUIREMENTS_FILE,
+    SHARED_ENV,
+    read_requirements,
+    requirements_text,
+)
 from triton_textops.triton.config import ConfigError, model_config_pb2, write_config
 
 __all__ = [
@@ -51,10 +57,6 @@ SAMPLE_EXCERPT = (
     "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
     "must be in want of a wife."
 )
-# The repository-level record of what its python models need (pip requirements format), and the name of the env
-# shared by all its python models (--pack-env). Triton ignores files at the top of a repository.
-REQUIREMENTS_FILE = "requirements.txt"
-SHARED_ENV = "python_env.tar.gz"
 # Third-party packages each python model imports besides numpy and triton_textops (pins as the 'example' extra).
 MODEL_REQUIREMENTS: dict[str, tuple[str, ...]] = {
     BERT: ("onnxruntime>=1.18",),
@@ -135,31 +137,6 @@ def _python_extras(cfg: Any, env_value: str | None) -> None:
     _param(cfg, "FORCE_CPU_ONLY_INPUT_TENSORS", "no")
     if env_value is not None:
         _param(cfg, "EXECUTION_ENV_PATH", env_value)
-
-
-def requirements_text(models: list[str], requirements: list[str]) -> bytes:
-    """The repository's requirements record (pip format, comments say what it is for)."""
-    lines = [
-        "# What the python-backend models of this model repository import besides numpy (<2 for stubs built before",
-        "# r24.11) and triton-textops. Written by triton-textops; `triton-textops serve` / TritonServer install it into",
-        "# the cached model env, `--pack-env` into the packed EXECUTION_ENV_PATH env (pip install -r works too).",
-        f"# python models: {', '.join(models)}",
-        *requirements,
-    ]
-    return ("\n".join(lines) + "\n").encode()
-
-
-def read_requirements(repository: str | os.PathLike[str]) -> list[str] | None:
-    """The requirements recorded in ``repository`` (None when it has no record): pip requirement strings."""
-    path = Path(repository) / REQUIREMENTS_FILE
-    if not path.is_file():
-        return None
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        req = line.split(" #", 1)[0].strip()
-        if req and not req.startswith("#"):
-            out.append(req)
-    return out
 
 
 def _warmup(cfg: Any, name: str, inputs: Mapping[str, tuple[str, list[int], str | None]]) -> None:

@@ -1,0 +1,44 @@
+"""What `--help` shows a user (issue 26): no developer docstrings or Sphinx markup, every option described."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+
+from triton_textops.cli import _walk, build_parser, plain_text
+
+PARSERS = {p.prog: p for p in _walk(build_parser())}
+MARKUP = re.compile(r":(?:func|mod|class|meth|attr|data|exc|obj):`|``")
+
+
+@pytest.mark.parametrize("prog", sorted(PARSERS))
+def test_help_is_plain_and_every_option_is_described(prog: str) -> None:
+    parser = PARSERS[prog]
+    text = parser.format_help()
+    assert not MARKUP.search(text), MARKUP.search(text)
+    assert "add_parser" not in text
+    bare = [a.option_strings or [a.dest] for a in parser._actions
+            if not a.help and not isinstance(a, argparse._SubParsersAction)]
+    assert bare == []
+
+
+def test_top_level_and_probe_help() -> None:
+    top = PARSERS["triton-textops"].format_help()
+    assert "serve, probe, pack and deploy" in top and "subcommands" not in top
+    probe = PARSERS["triton-textops probe"].format_help()
+    assert "exit status 1" in probe and "probe_request" not in probe
+
+
+def test_serve_options_say_their_defaults() -> None:
+    serve = PARSERS["triton-textops serve"]
+    for action in serve._actions:
+        if action.option_strings and action.dest != "help":
+            assert "default" in action.help, action.option_strings
+
+
+def test_plain_text() -> None:
+    assert plain_text("see :func:`probe_model` and ``x``") == "see probe_model and `x`"
+    assert plain_text(":class:`~triton_textops.tools.server.TritonServer`") == "TritonServer"
+    assert plain_text(":mod:`triton_textops.tools.probe`") == "triton_textops.tools.probe"
