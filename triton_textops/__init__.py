@@ -8,6 +8,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "BertTokenizer": "triton_textops.ops.tokenizer",
+    "BPETokenizer": "triton_textops.ops.bpe.tokenizer",
     "Encoding": "triton_textops.ops.tokenizer",
     "ReadabilityFeatures": "triton_textops.ops.features",
     "blend_scores": "triton_textops.ops.blend",
