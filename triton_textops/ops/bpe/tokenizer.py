@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import os
+import threading
 from collections.abc import Collection
 from dataclasses import dataclass
 from types import ModuleType
@@ -51,6 +52,8 @@ STATUS_TEXT = {
     TOO_LONG: "text too long: a text may have at most 2 GiB - 65 bytes",
 }
 Specials = Literal["all"] | Collection[str] | None
+_NO_ROWS = np.empty((2, 0, 0), dtype=np.int64)  # ENCODE's rows argument for ragged output
+SCRATCH_KEEP = 1 << 22  # scratch entries (~29 bytes each) a CPU thread keeps between calls
 
 
 @dataclass
@@ -131,6 +134,8 @@ class BPETokenizer:
         self._dec = tuple(K.to_device(a, t, xp) for a in self._dec_host)
         self._cfg = K.to_device(self._cfg_host, t, xp)
         self._adds: dict[Any, tuple] = {}
+        self._options: dict[Any, tuple] = {}
+        self._tls = threading.local()
         self._cpu: BPETokenizer | None = self if t == "cpu" else None
 
     def on_cpu(self) -> BPETokenizer:
@@ -208,22 +213,50 @@ class BPETokenizer:
     def _launch_args(self, batch: TextBatch, add_special_tokens: Any, allowed: Specials, disallowed: Specials,
                      rows: int = 0) -> tuple:
         """The encode kernels' arguments for ``batch``: tables, config and the scratch sized from its bytes."""
+        try:  # the same options again (the usual case): checked and built once
+            key = (type(add_special_tokens), add_special_tokens, allowed, disallowed)
+            cfg, adds, extra = self._options[key]
+        except (KeyError, TypeError):
+            cfg, adds, extra = opts = self._options_for(add_special_tokens, allowed, disallowed)
+            if len(self._options) < 16 and isinstance(key, tuple):
+                try:
+                    self._options[key] = opts
+                except TypeError:  # an unhashable collection of names
+                    pass
+        size = self.mult * int(batch.data.shape[0]) + extra * batch.n + 1
+        nbuf, work, ids = self._scratch(size)
+        nread = nbuf
+        if isinstance(batch.data, np.ndarray) and not batch.data.flags.writeable:  # the CPU's text buffers
+            nread = nbuf.view()
+            nread.flags.writeable = False
+        return (batch.data, batch.offsets, self._voc, self._ctab, adds, self._ntab, cfg, (nbuf, work, ids, nread))
+
+    def _options_for(self, add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> tuple:
+        """(config, added-token tables, scratch entries per text beyond the bytes) of these options, checked."""
         specials = check_bool("add_special_tokens", add_special_tokens)
         cfg = self._cfg
         if not specials and (self.spec.prefix or self.spec.suffix):
             cfg = K.to_device(np.concatenate([self._cfg_host[:4], [1, 0, 0]]), self.target, self.xp)
         extra = 1 + (len(self.spec.prefix) + len(self.spec.suffix) if specials else 0)
-        size = self.mult * int(batch.data.shape[0]) + extra * batch.n + 1
+        return cfg, self._added_tables(allowed, disallowed), extra
+
+    def _scratch(self, size: int) -> tuple[Any, Any, Any]:
+        """Normalized bytes, merge work rows and ids for ``size`` scratch entries. On the CPU, batches of up to
+        :data:`SCRATCH_KEEP` entries reuse their thread's arrays (a kernel only needs them large enough; small
+        batches spent more time allocating than tokenizing)."""
         xp = self.xp
+        keep = self.target == "cpu" and size <= SCRATCH_KEEP
+        if keep:
+            got = getattr(self._tls, "scratch", None)
+            if got is not None and got[2].shape[0] >= size:
+                return got
+            size = max(size, 1 << 16)
         nbuf = allocate(xp, (size if self.mult > 1 or self.spec.nfc else 1,), np.uint8, "the normalized text")
         work = allocate(xp, (N_WORK_ROWS, size), np.int32, "the merge scratch")
         ids = allocate(xp, (size,), np.int32, "the ids scratch")
-        nread = nbuf
-        if isinstance(batch.data, np.ndarray) and not batch.data.flags.writeable:  # the CPU's text buffers
-            nread = nbuf.view()
-            nread.flags.writeable = False
-        return (batch.data, batch.offsets, self._voc, self._ctab, self._added_tables(allowed, disallowed),
-                self._ntab, cfg, (nbuf, work, ids, nread))
+        if keep:
+            self._tls.scratch = (nbuf, work, ids)
+        return nbuf, work, ids
 
     def encode(self, texts: Any, *, add_special_tokens: bool = True, allowed_special: Specials = None,
                disallowed_special: Specials = (), gpu_min_batch: int | None = None) -> Ragged:
@@ -232,6 +265,8 @@ class BPETokenizer:
         every added token for tokenizer.json, none for rank files, i.e. ``encode_ordinary``; "all"; or names);
         ``disallowed_special`` ("all" or names): a text containing one is an :class:`InputError` (tiktoken's
         ``encode`` check). ``add_special_tokens``: the template's BOS/EOS (tokenizer.json)."""
+        if self.target == "cpu" and type(texts) is list and len(texts) == 1 and type(texts[0]) in (str, bytes):
+            return self._encode_one(texts[0], add_special_tokens, allowed_special, disallowed_special)
         if runs_on_cpu(self.target, texts, gpu_min_batch):
             r = self.on_cpu().encode(texts, add_special_tokens=add_special_tokens, allowed_special=allowed_special,
                                      disallowed_special=disallowed_special)
@@ -248,14 +283,28 @@ class BPETokenizer:
         _raise_bad(host)
         off = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(host, out=off[1:])
-        if n == 1 and self.target == "cpu":  # one text: its ids are the start of its region (a kernel costs more)
-            base = int(batch.offsets[0]) * self.mult
-            return Ragged(args[7][2][base:base + int(off[1])].astype(np.int64), off)
         d_off = K.to_device(off, self.target, xp)
         out = xp.empty(int(off[-1]), dtype=np.int64)
         if n:
             K.launch(self.target, COMPACT, n, batch.offsets, args[6], args[7], d_off, out)
         return Ragged(out, d_off)
+
+    def _encode_one(self, text: str | bytes, add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> Ragged:
+        """:meth:`encode` of one str / bytes on the CPU, the shortest way (the serving case of one request): the
+        text's bytes as they are, its ids read from the start of the scratch (no compaction kernel)."""
+        try:
+            raw = text.encode("utf-8") if type(text) is str else text
+        except UnicodeEncodeError as e:
+            raise InputError(f"row 0: text is not valid UTF-8 ({e.reason})", rows=np.zeros(1, np.int64)) from None
+        data = np.frombuffer(raw, dtype=np.uint8)  # read-only: the type the kernel was compiled for
+        batch = TextBatch._made(data, np.array([0, data.shape[0]], dtype=np.int64), np)
+        args = self._launch_args(batch, add_special_tokens, allowed, disallowed)
+        cnt = np.empty(1, dtype=np.int64)
+        K.launch("cpu", ENCODE, 1, *args, cnt, _NO_ROWS, 0, False, False)
+        n = int(cnt[0])
+        if n < 0:
+            _raise_bad(cnt)
+        return Ragged(args[7][2][:n].astype(np.int64), np.array([0, n], dtype=np.int64))
 
     def encode_rows(self, texts: Any, *, max_length: int | None = None, padding_side: str = "right",
                     truncation_side: str = "right", add_special_tokens: bool = True,
