@@ -21,7 +21,10 @@ from triton_textops.ops.bpe.formats import BPESpec
 SHORT = 48  # pieces of more symbols use the heap
 NO_PAIR = 0x7FFFFFFF  # rank of a symbol with no mergeable right neighbour
 # the vocabulary tuple a kernel takes (one argument): indices of its arrays
-POOL, TOK_OFF, SLOTS, PAIR_KEYS, PAIR_VALS, BYTE_IDS, WHOLE_OK, VCONST = range(8)
+# PAIRS: (slots, 2) int64, each slot (left id << 32 | right id, rank << 32 | result id): one cache line a probe
+# BYTE_PAIRS: (65536,) int64, (rank << 32 | result) of merging byte b0 then b1 at index b0 << 8 | b1, or -1: the
+# first round of every piece (a pair of single bytes) without hashing
+POOL, TOK_OFF, SLOTS, PAIRS, BYTE_PAIRS, BYTE_IDS, WHOLE_OK, VCONST = range(8)
 SLOT_MASK, PAIR_MASK, MAX_PROBE, PAIR_PROBE, N_IDS = range(5)  # entries of the constants array
 
 
@@ -74,14 +77,14 @@ def lookup(buf, lo, hi, voc):
 @K.device(inline=True)
 def pair_of(a, b, voc):
     """(rank, result id) of merging tokens ``a`` and ``b``, or (NO_PAIR, -1)."""
-    keys = voc[PAIR_KEYS]
+    pairs = voc[PAIRS]
     key = (int(a) << 32) | int(b)
     mask = voc[VCONST][PAIR_MASK]
     s = mix64(key) & mask
     for _ in range(voc[VCONST][PAIR_PROBE] + 1):
-        k = keys[s]
+        k = pairs[s, 0]
         if k == key:
-            v = voc[PAIR_VALS][s]
+            v = pairs[s, 1]
             return v >> 32, v & 0xFFFFFFFF
         if k < 0:
             break
@@ -152,9 +155,14 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
     for k in range(n):
         sym[base + k] = byte_ids[buf[lo + k]]
         nxt[base + k] = k + 1
+    bp2 = voc[BYTE_PAIRS]
     for k in range(n - 1):
-        r, t = pair_of(sym[base + k], sym[base + k + 1], voc)
-        rk[base + k] = r
+        v = bp2[(int(buf[lo + k]) << 8) | int(buf[lo + k + 1])]
+        if v < 0:
+            rk[base + k] = NO_PAIR
+        else:
+            rk[base + k] = v >> 32
+            hp[base + k] = v & 0xFFFFFFFF  # the short path keeps each pair's result (the heap path reuses this row)
     rk[base + n - 1] = NO_PAIR
     if n <= SHORT:
         while True:
@@ -173,13 +181,16 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
             if bi < 0:
                 break
             j = nxt[base + bi]
-            r, t = pair_of(sym[base + bi], sym[base + j], voc)
+            t = hp[base + bi]
             sym[base + bi] = t
             nxt[base + bi] = nxt[base + j]
             j = nxt[base + bi]
-            rk[base + bi] = pair_of(t, sym[base + j], voc)[0] if j < n else NO_PAIR
+            if j < n:
+                rk[base + bi], hp[base + bi] = pair_of(t, sym[base + j], voc)
+            else:
+                rk[base + bi] = NO_PAIR
             if bp >= 0:
-                rk[base + bp] = pair_of(sym[base + bp], t, voc)[0]
+                rk[base + bp], hp[base + bp] = pair_of(sym[base + bp], t, voc)
     else:
         # an indexed min-heap of the symbols that have a mergeable right neighbour (``where``: a symbol's slot
         # in it), and back links (``prv``) to re-rank the left neighbour of each merge
@@ -274,7 +285,7 @@ def _fill_slots(pool, off, slots, mask):
 
 
 @numba.njit(cache=True)
-def _fill_pairs(left, right, rank, result, keys, vals, mask):
+def _fill_pairs(left, right, rank, result, pairs, mask):
     """Insert every merge (the lowest rank wins a repeated pair, as HF's first-listed merge does)."""
     longest = 0
     for m in range(left.shape[0]):
@@ -283,14 +294,14 @@ def _fill_pairs(left, right, rank, result, keys, vals, mask):
         h = (h * 0x7FB5D329728EA185) & 0x7FFFFFFFFFFFFFFF
         s = (h ^ (h >> 27)) & mask
         run = 0
-        while keys[s] >= 0 and keys[s] != key:
+        while pairs[s, 0] >= 0 and pairs[s, 0] != key:
             s = (s + 1) & mask
             run += 1
-        if keys[s] == key:
-            if (vals[s] >> 32) <= rank[m]:
+        if pairs[s, 0] == key:
+            if (pairs[s, 1] >> 32) <= rank[m]:
                 continue
-        keys[s] = key
-        vals[s] = (rank[m] << 32) | result[m]
+        pairs[s, 0] = key
+        pairs[s, 1] = (rank[m] << 32) | result[m]
         longest = max(longest, run)
     return longest
 
@@ -323,13 +334,22 @@ class Vocab:
         if len(rank) and (rank.max() >= NO_PAIR or result.max() >= 1 << 31):
             raise ValueError(f"{spec.source}: merge ranks / ids do not fit int32")
         psize = 1 << max(4, (2 * max(len(left), 1) - 1).bit_length())
-        keys = np.full(psize, -1, dtype=np.int64)
-        vals = np.zeros(psize, dtype=np.int64)
-        pair_probe = _fill_pairs(left, right, rank, result, keys, vals, psize - 1)
+        pairs = np.full((psize, 2), -1, dtype=np.int64)
+        pair_probe = _fill_pairs(left, right, rank, result, pairs, psize - 1)
         byte_ids = np.array([spec.vocab[bytes([b])] for b in range(256)], dtype=np.int32)
         whole = np.ones(n_ids, dtype=np.uint8)
         consts = np.array([size - 1, psize - 1, max_probe, pair_probe, n_ids], dtype=np.int64)
-        self.host = (pool, off, slots, keys, vals, byte_ids, whole, consts)
+        byte_pairs = np.full(1 << 16, -1, dtype=np.int64)
+        byte_of = np.full(n_ids, -1, dtype=np.int64)
+        byte_of[byte_ids] = np.arange(256)
+        if len(left):
+            lb, rb = byte_of[left], byte_of[right]
+            single = (lb >= 0) & (rb >= 0)
+            at = (lb[single] << 8) | rb[single]
+            packed = (rank[single] << 32) | result[single]
+            order = np.argsort(-rank[single], kind="stable")  # the lowest rank written last wins (as _fill_pairs)
+            byte_pairs[at[order]] = packed[order]
+        self.host = (pool, off, slots, pairs, byte_pairs, byte_ids, whole, consts)
         if not spec.ignore_merges:  # whole only where merging the token's bytes gives the token itself
             whole[:] = _self_reachable(self.host, off)
         self.lengths = lengths
