@@ -6,6 +6,7 @@ engine's ids are checked equal to tiktoken's before timing. Prints MB/s (batch 3
 text (batch 1), best of ``--repeats`` with the range, and each engine's ratio to ours, plus the threads each used.
 
     python benchmarks/bpe.py [--vocab cl100k_base o200k_base gpt2] [--repeats 5] [--warm]
+    python benchmarks/bpe.py --gpu     # ours on the GPU against ours on the CPU (a lent GPU machine; no peers)
 """
 
 from __future__ import annotations
@@ -163,13 +164,46 @@ def run(name: str, corpus: str, texts: list[str], repeats: int, warm: bool) -> N
     print("  (ratio: ours' time / the engine's time; > 1 means the engine is faster)")
 
 
+def gpu_run(name: str, texts: list[str], repeats: int) -> None:
+    """Our encode (ragged) and encode_rows (max_length 128) on the GPU vs the CPU kernels, batch 512 and all."""
+    path = O.DATA / O.RANK_FILES[name]
+    cpu = BPETokenizer.from_tiktoken(path, encoding=name, device="cpu")
+    gpu = BPETokenizer.from_tiktoken(path, encoding=name, device="cuda")
+    import cupy  # noqa: PLC0415
+
+    for size in (512, len(texts)):
+        batch = texts[:size]
+        nb = sum(len(t.encode()) for t in batch)
+        best = {}
+        for label, tok in (("cpu", cpu), ("gpu", gpu)):
+            for what in ("encode", "rows"):
+                ts = []
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    if what == "encode":
+                        tok.encode(batch, gpu_min_batch=0)
+                    else:
+                        tok.encode_rows(batch, max_length=128, gpu_min_batch=0)
+                    cupy.cuda.get_current_stream().synchronize()
+                    ts.append(time.perf_counter() - t0)
+                best[(label, what)] = min(ts)
+        for what in ("encode", "rows"):
+            c, g = best[("cpu", what)], best[("gpu", what)]
+            print(f"{name} batch {size} {what}: CPU {nb / c / 1e6:.1f} MB/s, GPU {nb / g / 1e6:.1f} MB/s, GPU/CPU {c / g:.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--vocab", nargs="+", default=["cl100k_base", "o200k_base", "gpt2"])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warm", action="store_true")
+    ap.add_argument("--gpu", action="store_true", help="ours on the GPU vs ours on the CPU only")
     a = ap.parse_args()
     print(machine())
+    if a.gpu:
+        for name in ("cl100k_base", "o200k_base"):
+            gpu_run(name, austen(), max(a.repeats, 3))
+        return
     print(f"threads: ours {K.get_num_threads()} (kernel shares), tiktoken {THREADS} (encode_ordinary_batch), "
           f"HF tokenizers / fastokens RAYON_NUM_THREADS={os.environ['RAYON_NUM_THREADS']}, gigatoken its pool "
           f"(parallel batches); batch 1: the calling thread")

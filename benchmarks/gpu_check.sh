@@ -24,6 +24,7 @@ export PYTHONUNBUFFERED=1
 timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider -p no:triton_textops tests/ops tests/models tests/testing 2>&1 | tee "$OUT/pytest-gpu.txt"
 timeout 150 python3 benchmarks/tokenizer.py --quick 2>&1 | tee "$OUT/bench-tokenizer.txt"
 timeout 120 python3 benchmarks/placement.py --rounds 5 2>&1 | tee "$OUT/bench-placement.txt"
+timeout 120 python3 benchmarks/bpe.py --gpu 2>&1 | tee "$OUT/bench-bpe-gpu.txt"
 if [ -f benchmarks/features.py ]; then
   timeout 100 python3 benchmarks/features.py 2>&1 | tee "$OUT/bench-features.txt"
 fi

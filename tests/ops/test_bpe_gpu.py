@@ -1,0 +1,32 @@
+"""BPE on a real GPU (marked ``gpu``: skipped without one): the same ids, rows and bytes as the CPU kernels, and
+the launch discipline. The CUDA simulator checks the same in CI (tests/sim/test_bpe_sim.py)."""
+
+from __future__ import annotations
+
+import bpe_oracles as O
+import numpy as np
+import pytest
+
+from triton_textops.ops import kernels as K
+from triton_textops.ops.bpe.tokenizer import BPETokenizer
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "qwen2"])
+def test_bpe_gpu_equals_cpu(name: str) -> None:
+    cupy = pytest.importorskip("cupy")
+    path = O.DATA / O.RANK_FILES[name]
+    cpu = BPETokenizer.from_tiktoken(path, encoding=name, device="cpu")
+    gpu = BPETokenizer.from_tiktoken(path, encoding=name, device="cuda")
+    texts = O.BPE_ADVERSARIAL + O.random_texts(5, 300) + O.every_code_point_texts(1 << 14)
+    a = cpu.encode(texts, allowed_special="all")
+    b = gpu.encode(texts, allowed_special="all", gpu_min_batch=0)
+    assert isinstance(b.ids, cupy.ndarray)
+    assert np.array_equal(a.ids, b.ids.get()) and np.array_equal(a.offsets, b.offsets.get())
+    K.COUNTS.clear()
+    rows = gpu.encode_rows(texts, max_length=64, padding_side="left", gpu_min_batch=0)
+    assert (K.COUNTS["launch"], K.COUNTS["d2h"]) == (1, 1)
+    ref = cpu.encode_rows(texts, max_length=64, padding_side="left")
+    assert np.array_equal(rows.input_ids.get(), ref.input_ids)
+    assert gpu.decode(b.ids, b.offsets) == cpu.decode(a.ids, a.offsets)
