@@ -325,12 +325,14 @@ def _fmt(x: float, nd: int = 1) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{x:,.{nd}f}"
 
 
-def _stat(values: list[float], nd: int = 1, unit: str = "") -> str:
-    """median (min–max over runs)."""
+def _stat(values: list[float], nd: int | None = None, unit: str = "") -> str:
+    """median (min–max over runs); ``nd`` decimals (default: 0 from 100 up, 1 from 10, else 2)."""
     v = [x for x in values if math.isfinite(x)]
     if not v:
         return "–"
     med = statistics.median(v)
+    if nd is None:
+        nd = 0 if abs(med) >= 100 else 1 if abs(med) >= 10 else 2
     return f"{_fmt(med, nd)}{unit}" + (f" ({_fmt(min(v), nd)}–{_fmt(max(v), nd)})" if len(v) > 1 else "")
 
 
@@ -358,8 +360,8 @@ def table(points: list[Point], cases: list[Case], mode: str, baseline: Case | No
                 continue
             ok = [p for p in pts if p.ok]
             errs = [p.error for p in pts if not p.ok]
-            cells = [_stat([p.row.throughput for p in ok], 0), _stat([p.row.p50_ms for p in ok], 2),
-                     _stat([p.row.p99_ms for p in ok], 2)]
+            cells = [_stat([p.row.throughput for p in ok]), _stat([p.row.p50_ms for p in ok]),
+                     _stat([p.row.p99_ms for p in ok])]
             if baseline:
                 ratios = []
                 for r in runs:
@@ -368,7 +370,7 @@ def table(points: list[Point], cases: list[Case], mode: str, baseline: Case | No
                         ratios.append(a.row.throughput / b.row.throughput)
                 cells.append(_stat(ratios, 2, "x"))
             if extra:
-                cells.append(_stat([extra(case, load, r) for r in runs], 2))
+                cells.append(_stat([extra(case, load, r) for r in runs]))
             note = f" ({len(errs)} of {len(pts)} runs failed: {errs[0]})" if errs else ""
             loose = sum(1 for p in ok if p.stability > stability)
             note += f" †{loose}" if loose else ""
