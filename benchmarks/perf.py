@@ -27,7 +27,7 @@ level, so a noisy neighbour hits all of them alike; ratios are taken within a ru
 and the range over runs. Everything lands in ``--out`` (default ``.cache/perf/<question>-<time>/``): perf_analyzer's
 own CSVs, ``<question>.csv`` (all rows), ``<question>.md`` (the tables) and ``<question>.png`` (throughput and
 p50/p99 latency against concurrency). ``--results`` also copies the CSV and PNG to ``benchmarks/perf-<question>.*``
-and appends the tables to ``benchmarks/RESULTS.md``.
+and puts the tables on top of ``benchmarks/RESULTS.md`` (newest first).
 
     python benchmarks/perf.py models|modes|tune|all [--runs 3] [--quick] [--results]
 """
@@ -474,9 +474,12 @@ def report(question: str, points: list[Point], cases: list[Case], inputs: Inputs
                   table(points, cases, "concurrency", next(c for c in cases if c.model == "ensemble_all"), st,
                         est, "(A) p50 ms incl. client work"), ""]
     else:
-        base = next(c for c in cases if c.model == tune_name(1, 100))
-        parts += [f"Cells: median (min–max) over {runs} runs; ratios within each run, against the current "
-                  "`repo create` default (1 instance, 100 us):", "", table(points, cases, "concurrency", base, st), ""]
+        from triton_textops.tools.repo.generate import DEFAULT_QUEUE_DELAY_US
+
+        delay = DEFAULT_QUEUE_DELAY_US
+        base = next(c for c in cases if c.model == tune_name(1, delay))
+        parts += [f"Cells: median (min–max) over {runs} runs; ratios within each run, against `repo create`'s "
+                  f"default (1 instance, {delay} us):", "", table(points, cases, "concurrency", base, st), ""]
         for load in sorted({p.load for p in points}):
             ratios = {c: [a.row.throughput / b.row.throughput for r in range(1, runs + 1)
                           if (a := _get(points, c, "concurrency", load, r)) and a.ok
@@ -513,7 +516,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--python-env", type=Path, default=None, help="model runtime venv (default: built, cached)")
     ap.add_argument("--out", type=Path, default=None, help="output directory (default .cache/perf/<question>-<time>)")
     ap.add_argument("--results", action="store_true",
-                    help="append to benchmarks/RESULTS.md and copy CSV + PNG to benchmarks/perf-<question>.*")
+                    help="add the tables on top of benchmarks/RESULTS.md, copy CSV + PNG to benchmarks/perf-<question>.*")
     ap.add_argument("--results-file", type=Path, default=HERE / "RESULTS.md")
     args = ap.parse_args(argv)
     if args.quick:
@@ -554,6 +557,9 @@ def main(argv: list[str] | None = None) -> int:
     env = args.python_env or model_runtime_env(packages=[*rd.RUNTIME_PACKAGES, *HF_PACKAGES])
     repo = build_repository(args.cache / "bench-perf-repo", artifacts, max_batch_size=args.max_batch_size)
     step(f"repository {repo}; server {install.executable}; model env {env}")
+    from triton_textops.triton.config import load_config
+
+    delay_us = load_config(repo / "preprocess" / "config.pbtxt").dynamic_batching.max_queue_delay_microseconds
     texts = list(np.random.default_rng(0).permutation(np.array(austen(), dtype=object))[:N_TEXTS])
     inputs = make_inputs(out, [str(t) for t in texts], artifacts, client_side="modes" in questions)
 
@@ -579,8 +585,8 @@ def main(argv: list[str] | None = None) -> int:
         date = time.strftime("%Y-%m-%d %H:%M")
         setup = (f"Machine: {machine()}. {pa.version().split(' (')[0]} (tritonclient wheel) against tritonserver "
                  f"2.51.0 (nvidia-pytriton wheel) on the same machine, gRPC on 127.0.0.1; Python backend, KIND_CPU, "
-                 f"max_batch_size {args.max_batch_size}, dynamic batching (max_queue_delay 100 us unless the "
-                 f"model says otherwise), 1 instance unless said; one corpus paragraph per request (`-b 1`), "
+                 f"max_batch_size {args.max_batch_size}, dynamic batching (max_queue_delay {delay_us} us unless "
+                 f"the model says otherwise), 1 instance unless said; one corpus paragraph per request (`-b 1`), "
                  f"{N_TEXTS} paragraphs round robin (`--input-data`); windows of "
                  f"{args.interval_ms or (6000 if q == 'modes' else 2000)} ms until 3 agree within "
                  f"{args.stability:g}% (at most {args.max_trials}); latencies are perf_analyzer's client-side ones. "
@@ -607,14 +613,23 @@ def main(argv: list[str] | None = None) -> int:
         plot(points, cases, out / f"{q}.png", f"{title} — {machine()}", shift)
         print(section, flush=True)
         step(f"{q}: {out / (q + '.md')}, {out / (q + '.csv')}, {out / (q + '.png')}")
-        sections.append((q, section))
+        sections.append(f"{section.rstrip()}\n\n![{q}: throughput and latency vs concurrency](perf-{q}.png)\n")
         if args.results:
             for ext in ("csv", "png"):
                 shutil.copyfile(out / f"{q}.{ext}", HERE / f"perf-{q}.{ext}")
-            with args.results_file.open("a", encoding="utf-8") as f:
-                f.write(f"\n{section.rstrip()}\n\n![{q}: throughput and latency vs concurrency](perf-{q}.png)\n")
-            step(f"appended to {args.results_file}")
+    if args.results:
+        head = f"## Served models with perf_analyzer: `benchmarks/perf.py {args.question}` ({time.strftime('%Y-%m-%d')})"
+        insert_results(args.results_file, "\n".join([head, "", *sections]))
+        step(f"added to {args.results_file}")
     return 0
+
+
+def insert_results(path: Path, section: str) -> None:
+    """Put ``section`` above the newest section of ``path`` (RESULTS.md lists the newest first)."""
+    text = path.read_text(encoding="utf-8")
+    at = text.find("\n## ")
+    at = len(text) if at < 0 else at + 1
+    path.write_text(text[:at] + section.rstrip() + "\n\n" + text[at:], encoding="utf-8")
 
 
 if __name__ == "__main__":
