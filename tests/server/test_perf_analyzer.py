@@ -51,3 +51,11 @@ def test_input_data_json(tmp_path: Path) -> None:
     path = write_input_data(tmp_path / "in.json", [{"TEXT": "é ok", "X": np.zeros((2, 3), np.int64)}])
     assert json.loads(path.read_text(encoding="utf-8")) == {"data": [{
         "TEXT": {"content": ["é ok"], "shape": [1]}, "X": {"content": [0] * 6, "shape": [2, 3]}}]}
+
+
+def test_cli_prints_where_perf_analyzer_is(capsys: pytest.CaptureFixture[str]) -> None:
+    from triton_textops.cli import main
+
+    assert main(["perf-analyzer"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Perf Analyzer Version") and str(find_perf_analyzer().executable) in out

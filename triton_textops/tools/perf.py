@@ -10,7 +10,8 @@ Where the binary comes from, in order:
    system ones: ``libcudart.so.12`` from the ``nvidia-cuda-runtime-cu12`` wheel (loaded even for CPU-only runs)
    and ``libb64.so.0d`` (base64), taken from the system when it has one, else from the Debian/Ubuntu package
    ``libb64-0d`` fetched with ``apt-get download`` and unpacked with ``dpkg-deb -x`` (nothing is installed).
-   Later wheels no longer ship the binary and the ``perf-analyzer`` package has no wheel for our Pythons.
+   Later wheels no longer ship the binary (2.73.0 has none), and for Python 3.11 pip resolves the
+   ``perf-analyzer`` package only to a 2.3 kB ``0.1.0`` wheel without it (both checked 2026-12-01).
 
 Cache layout (next to ``tritonserver-2.51.0/``)::
 
