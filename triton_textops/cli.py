@@ -19,6 +19,7 @@ _COMMAND_MODULES = [
     "triton_textops.tools.envs",
     "triton_textops.tools.server",
     "triton_textops.tools.probe",
+    "triton_textops.tools.perf",
     "triton_textops.tools.repo.cli",
     "triton_textops.tools.deploy.cli",
 ]

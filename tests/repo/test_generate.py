@@ -139,6 +139,17 @@ def test_onnx_model_selects_onnxruntime(tmp_path, kw, fake_files):
     assert not (root / "cuml" / "1" / "checkpoint.tl").exists()  # no forest given: config only
 
 
+def test_default_queue_delay_is_zero_with_dynamic_batching_on(tmp_path, kw, fake_files):
+    """0 us (benchmarks/perf.py tune) is protobuf's default value: the written configs must still hold a
+    ``dynamic_batching { }`` block, or Triton would not batch at all."""
+    root = create_repository(tmp_path / "repo", **kw, bert_model=fake_files["onnx"], forest=fake_files["tl"])
+    for m in MEMBERS:
+        cfg = load_config(root / m)
+        assert cfg.HasField("dynamic_batching"), m
+        assert cfg.dynamic_batching.max_queue_delay_microseconds == 0, m
+        assert "dynamic_batching {" in (root / m / "config.pbtxt").read_text(), m
+
+
 def test_cpu_and_gpu_repositories_differ_only_in_instance_group_kind(tmp_path, kw, fake_files):
     opts = dict(kw, bert_model=fake_files["pt"], forest=fake_files["tl"], warmup=True, instances=3)
     cpu = files_of(create_repository(tmp_path / "cpu", device="cpu", **opts))

@@ -16,7 +16,7 @@ from triton_textops.cli import build_parser
 
 PKG = Path(triton_textops.__file__).resolve().parent
 LIBRARY = ("ops", "models", "triton", "testing")
-COMMANDS = {"demo", "example", "fit-features", "stub", "env", "serve", "probe", "repo", "deploy"}
+COMMANDS = {"demo", "example", "fit-features", "stub", "env", "serve", "probe", "repo", "deploy", "perf-analyzer"}
 
 
 def _imports(path: Path) -> list[str]:

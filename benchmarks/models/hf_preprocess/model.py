@@ -6,8 +6,9 @@ one request at a time. Same tensors as ``preprocess``: ``INPUT0`` (BYTES ``[batc
 ``BERT_AM`` (INT64 ``[batch, max_length]``) and ``TREE_FEATS`` (FP32 ``[batch, 207]``, normalized with the
 features artifact's mean/std). The word lists, stop words and normalization come from the same
 ``features.json``; the word/sentence splitting is a simpler regex one, so the features are comparable, not
-bit-identical. Used by ``benchmarks/pipeline.py``, which copies this file to ``hf_preprocess/1/model.py`` with
-``vocab.txt`` and ``features.json`` next to ``1/``; the stub's environment needs ``tokenizers``.
+bit-identical. With the parameter ``tokenize_only: "true"`` it returns only ``BERT_IDS`` and ``BERT_AM`` (the
+peer of our ``tokenize`` model). Used by ``benchmarks/perf.py``, which copies this file to ``<name>/1/model.py``
+with ``vocab.txt`` and ``features.json`` next to ``1/``; the stub's environment needs ``tokenizers``.
 """
 
 import json
@@ -29,6 +30,7 @@ class TritonPythonModel:
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         model_dir = args["model_repository"]
         self.max_length = int(params.get("max_length", "128"))
+        self.tokenize_only = params.get("tokenize_only", "false").lower() == "true"
 
         self.tokenizer = BertWordPieceTokenizer(os.path.join(model_dir, "vocab.txt"), lowercase=True)
         self.tokenizer.enable_truncation(self.max_length)
@@ -71,11 +73,10 @@ class TritonPythonModel:
             encodings = self.tokenizer.encode_batch(texts)
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-            feats = np.array([self.text_features(t) for t in texts], dtype=np.float32)
-            feats = (feats - self.mean) / self.std
-            responses.append(pb_utils.InferenceResponse(output_tensors=[
-                pb_utils.Tensor("BERT_IDS", ids),
-                pb_utils.Tensor("BERT_AM", mask),
-                pb_utils.Tensor("TREE_FEATS", feats.astype(np.float32)),
-            ]))
+            outputs = [pb_utils.Tensor("BERT_IDS", ids), pb_utils.Tensor("BERT_AM", mask)]
+            if not self.tokenize_only:
+                feats = np.array([self.text_features(t) for t in texts], dtype=np.float32)
+                feats = (feats - self.mean) / self.std
+                outputs.append(pb_utils.Tensor("TREE_FEATS", feats.astype(np.float32)))
+            responses.append(pb_utils.InferenceResponse(output_tensors=outputs))
         return responses

@@ -9,6 +9,7 @@ from typing import Any
 from triton_textops.bundled import vocab_path
 from triton_textops.tools.envs import add_pack_env_options, pack_env_options
 from triton_textops.tools.repo.generate import (
+    DEFAULT_QUEUE_DELAY_US,
     REQUIREMENTS_FILE,
     RepositoryError,
     create_repository,
@@ -45,8 +46,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--stub", default=None, help="custom triton_python_backend_stub for python models")
     p.add_argument("--instances", type=int, default=1, help="instances per model (default 1)")
     p.add_argument("--max-batch-size", type=int, default=32, help="max_batch_size of every model (default 32)")
-    p.add_argument("--max-queue-delay-us", type=int, default=100,
-                   help="dynamic batching max_queue_delay_microseconds (default 100)")
+    p.add_argument("--max-queue-delay-us", type=int, default=DEFAULT_QUEUE_DELAY_US,
+                   help=f"dynamic batching max_queue_delay_microseconds (default {DEFAULT_QUEUE_DELAY_US})")
     p.add_argument("--warmup", action="store_true", help="add model_warmup samples")
     p.add_argument("--max-length", type=int, default=128, help="BERT sequence length (default 128)")
     p.add_argument("--overwrite", action="store_true", help="replace existing model directories of these names")
