@@ -126,6 +126,9 @@ def _exercise() -> None:
     r = bpe.encode(texts, allowed_special="all")  # bpe.encode.ENCODE (ragged), COMPACT
     bpe.encode_rows(texts, max_length=16)  # bpe.encode.ENCODE (rows)
     bpe.decode(r.ids, r.offsets)  # bpe.decode.DECODE_COUNT, DECODE_WRITE
+    from triton_textops.ops.bpe.nfc import nfc_normalize  # noqa: PLC0415
+
+    nfc_normalize(texts)  # bpe.nfc.NFC_KERNEL (the tests' and the table generator's host aid)
 
 
 def _arg_type(value: Any) -> Any:
