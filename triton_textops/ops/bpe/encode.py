@@ -168,19 +168,6 @@ def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, nb, wb, o, cap):
 
 
 @K.device
-def encode_segment(data, lo, hi, voc, ctab, adds, ntab, cfg, scr, nb, wb, o, cap):
-    """A segment of the raw text between raw-matched added tokens: NFC-normalized into the byte scratch (the
-    text's region ``nb .. cap``) when the format normalizes and the text is not NFC already, then
-    :func:`encode_span` (its prefix-space copies go after the normalized bytes)."""
-    if cfg[C_NFC] == 0 or not nfc_quick(data, lo, hi, ntab):
-        return encode_span(data, lo, hi, voc, ctab, adds, cfg, scr, nb, wb, o, cap)
-    w = nfc_write(data, lo, hi, scr[S_NBUF], nb, cap, ntab)
-    if w < 0:
-        return -1
-    return encode_span(scr[S_NBUF_READ], nb, w, voc, ctab, adds, cfg, scr, w, wb, o, cap)
-
-
-@K.device
 def bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
     """Ids of text ``t`` into its scratch region; ``cnt[t]``: their number, or -1 - status."""
     n_data = data.shape[0]
@@ -210,8 +197,14 @@ def bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
     pos = lo
     while pos < hi:
         s, e, k = next_added(data, lo, pos, hi, adds, 0, ctab)
-        if s > pos:
-            o = encode_segment(data, pos, s, voc, ctab, adds, ntab, cfg, scr, base, base, o, cap)
+        if s > pos:  # the segment before it, NFC-normalized into the byte scratch when the format says so and it
+            # is not NFC already (the prefix-space copies of encode_span then go after the normalized bytes)
+            if cfg[C_NFC] == 0 or not nfc_quick(data, pos, s, ntab):
+                o = encode_span(data, pos, s, voc, ctab, adds, cfg, scr, base, base, o, cap)
+            else:
+                w = nfc_write(data, pos, s, scr[S_NBUF], base, cap, ntab)
+                o = -1 if w < 0 else encode_span(scr[S_NBUF_READ], base, w, voc, ctab, adds, cfg, scr, w, base, o,
+                                                 cap)
             if o < 0:
                 cnt[t] = -1 - (DISALLOWED if o == -1 - DISALLOWED else SIZE_BOUND)
                 return
@@ -261,19 +254,16 @@ COMPACT = (K.cpu(_compact_cpu), K.gpu(_compact_gpu))
 
 
 @K.device
-def row_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
-    """Text ``t`` tokenized (its ids in its scratch region, their number in ``cnt[t]``), then, when ``rows`` has
-    rows (ragged output passes none), written as row ``t`` of ``rows`` (ids, mask): the format's prefix / suffix
-    ids kept, the content truncated on the right or left to fit, padded with ``pad_id`` on the right or left."""
-    bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
-    if rows.shape[1] == 0:
-        return
+def write_row(t, offsets, cfg, ids, cnt, rows, pad_id, left_pad, left_trunc):
+    """Row ``t`` of ``rows`` (ids, mask) from text ``t``'s ids (its scratch region, ``cnt[t]`` of them): the
+    format's prefix / suffix ids kept, the content truncated on the right or left to fit, padded with ``pad_id``
+    on the right or left. A bad text (``cnt[t] < 0``) gets an empty row."""
     width = rows.shape[2]
     n = cnt[t]
+    for k in range(width):
+        rows[0, t, k] = pad_id
+        rows[1, t, k] = 0
     if n < 0:
-        for k in range(width):
-            rows[0, t, k] = pad_id
-            rows[1, t, k] = 0
         return
     base = cfg[C_MULT] * offsets[t] + cfg[C_EXTRA] * t
     npre = cfg[C_NPRE]
@@ -284,10 +274,6 @@ def row_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_i
     skip = content - keep if left_trunc else 0
     used = npre + keep + nsuf
     at = width - used if left_pad else 0
-    ids = scr[S_IDS]
-    for k in range(width):
-        rows[0, t, k] = pad_id
-        rows[1, t, k] = 0
     for k in range(npre):
         rows[0, t, at + k] = ids[base + k]
     for k in range(keep):
@@ -298,14 +284,21 @@ def row_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_i
         rows[1, t, at + k] = 1
 
 
+# Text t tokenized into its scratch region (the count in cnt[t]), then, when ``rows`` has rows (ragged output
+# passes none), written as row t. The entry points call the two stages directly: every function between them and
+# the kernel that takes the table tuples costs ~2 s of compile time.
 def _rows_cpu(share, shares, n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
     for t in range(share, n, shares):
-        row_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc)
+        bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+        if rows.shape[1] > 0:
+            write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
 
 
 def _rows_gpu(n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        row_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc)
+        bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+        if rows.shape[1] > 0:
+            write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
 
 
 # one kernel for ragged ids and fixed rows (a second copy of the whole encoder would double the compile time)

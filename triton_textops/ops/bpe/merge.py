@@ -326,7 +326,9 @@ class Vocab:
         slots = np.full(size, -1, dtype=np.int64)
         max_probe = _fill_slots(pool, off, slots, size - 1)
         if spec.merges is None:  # tiktoken's rule: every split of every token into two tokens, ranked by the token
-            left, right, rank = _rank_pairs((pool, off, slots, None, None, None, None,
+            pairs0 = np.full((1, 2), -1, dtype=np.int64)  # the lookup tables only, typed as the kernels' tuple
+            left, right, rank = _rank_pairs((pool, off, slots, pairs0, np.full(1, -1, dtype=np.int64),
+                                             np.zeros(256, dtype=np.int32), np.zeros(1, dtype=np.uint8),
                                              np.array([size - 1, 0, max_probe, 0, n_ids], dtype=np.int64)), off)
             result = rank
         else:
