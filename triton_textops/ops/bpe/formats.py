@@ -113,6 +113,7 @@ class BPESpec:
     decode_bytes: dict[int, bytes] = field(default_factory=dict)  # ids whose decoded bytes are not vocab bytes
     source: str = ""
     config: dict[str, Any] = field(default_factory=dict)  # tokenizer_config.json, when present
+    match_added: bool = False  # added tokens are matched by default (HF's encode); rank files: only those allowed
 
     @property
     def n_ids(self) -> int:
@@ -264,7 +265,7 @@ def read_tokenizer_json(directory: str | os.PathLike) -> BPESpec:
         refuse("decoder", dec, "is not supported (ByteLevel or none)")
     str_vocab = model.get("vocab") or {}
     spec = BPESpec(vocab, merges, family, bool(model.get("ignore_merges", False)), nfc=nfc,
-                   add_prefix_space=prefix_space, source=where)
+                   add_prefix_space=prefix_space, source=where, match_added=True)
     for t in doc.get("added_tokens") or []:
         content = t["content"]
         tid = int(t["id"])

@@ -106,7 +106,7 @@ class BPETokenizer:
         self.n_ids = self.tables.n_ids
         self.added = {a.content.decode("utf-8", "surrogateescape"): a for a in spec.added}
         self.special_ids = sorted({a.id for a in spec.added if a.special})
-        self._match_all = spec.merges is not None and spec.source.endswith("tokenizer.json")
+        self._match_all = spec.match_added
         toks: list[bytes] = [b""] * self.n_ids
         for tok, i in spec.vocab.items():
             toks[i] = tok
