@@ -1,0 +1,65 @@
+"""The BPE kernels with every array access bounds-checked: any bytes (valid UTF-8 or not), caller-made buffers
+with bad offsets, added tokens with every flag, prefix spaces and NFC, ragged and fixed rows, decode of any ids;
+an index outside an array raises IndexError here, a bad input must be an InputError."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+import bpe_oracles as O  # noqa: E402
+
+from triton_textops.errors import InputError  # noqa: E402
+from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: E402
+
+TOKS: dict[str, BPETokenizer] = {}
+PIECES = st.sampled_from(["<|endoftext|>", "<|im_start|>", "<mask>", " cat", "ant", "  ", "\r\n", "'s", "1234",
+                          "e\u0301", "\u1100\u1161", "😀", "中文", "ab" * 30, " ", "x"])
+
+
+def tokenizers() -> list[BPETokenizer]:
+    if not TOKS:
+        TOKS["qwen2"] = BPETokenizer.from_tiktoken(O.DATA / "qwen.tiktoken", encoding="qwen2")
+        TOKS["o200k"] = BPETokenizer.from_tiktoken(O.DATA / "o200k_base.tiktoken", encoding="o200k_base")
+        d = Path(tempfile.mkdtemp())  # a GPT-2 tokenizer.json with prefix spaces and flagged added tokens
+        doc = {"model": {"type": "BPE", "vocab": json.loads((O.DATA / "encoder.json").read_text()),
+                         "merges": (O.DATA / "vocab.bpe").read_text().split("\n")[1:-1]},
+               "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True, "use_regex": True},
+               "added_tokens": [{"id": 50257, "content": "<mask>", "lstrip": True, "rstrip": True, "special": True},
+                                {"id": 50258, "content": "ant", "single_word": True, "normalized": True}]}
+        (d / "tokenizer.json").write_text(json.dumps(doc))
+        TOKS["gpt2"] = BPETokenizer.from_pretrained(d)
+    return list(TOKS.values())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.binary(max_size=30) | st.lists(PIECES, max_size=8).map(lambda p: "".join(p).encode()),
+                min_size=1, max_size=5), st.integers(1, 12), st.booleans())
+def test_fuzz_never_indexes_out_of_bounds(texts, width, left):
+    for tok in tokenizers():
+        try:
+            r = tok.encode(texts, allowed_special="all")
+        except InputError:
+            continue
+        tok.decode(r.ids, r.offsets, errors="replace")
+        side = "left" if left else "right"
+        tok.encode_rows(texts, max_length=width, padding_side=side, truncation_side=side, allowed_special="all")
+
+
+def test_bad_caller_buffers_and_ids() -> None:
+    tok = tokenizers()[0]
+    data = np.frombuffer(b"hello world, again", dtype=np.uint8)
+    for offsets in ([0, 5, 3], [0, 99], [-1, 4], [4, 2]):
+        with pytest.raises(InputError, match="row"):
+            tok.encode((data, np.array(offsets, dtype=np.int64)))
+    for ids, offs in (([1, -1], [0, 2]), ([10**9], [0, 1]), ([1, 2], [0, 3]), ([1], [1, 0])):
+        with pytest.raises(InputError, match="row"):
+            tok.decode(np.array(ids), np.array(offs))
