@@ -32,7 +32,7 @@ A_POOL, A_OFF, A_ID, A_FLAGS, A_FIRST = range(5)
 # added-token flags: split it out / refuse it / match it after normalizing; HF's lstrip, rstrip, single_word
 F_MATCH, F_DISALLOWED, F_NORMALIZED, F_LSTRIP, F_RSTRIP, F_SINGLE_WORD = 1, 2, 4, 8, 16, 32
 # status of a text (count row): why it has no ids
-OK, BAD_UTF8, SIZE_BOUND, BAD_SPAN, DISALLOWED, TOO_LONG = 0, 1, 2, 3, 6, 5
+BAD_UTF8, SIZE_BOUND, BAD_SPAN, DISALLOWED, TOO_LONG = 1, 2, 3, 6, 5  # (0: fine)
 MAX_TEXT_BYTES = (1 << 31) - 1 - 64  # longest text: scratch indices are int32 within a text's region
 # the scratch tuple: normalized bytes (written), merge work rows, ids, and the normalized bytes again as the text's
 # buffer type (read-only on the CPU): every scanner and merge then compiles for one buffer type, not two

@@ -23,7 +23,6 @@ import numpy as np
 
 # ------------------------------------------------------------------------------------------- patterns
 GPT2, CL100K, QWEN2, O200K, WHOLE = range(5)  # pre-tokenizer families (WHOLE: a segment is one pre-token)
-FAMILY_NAMES = {GPT2: "gpt2", CL100K: "cl100k", QWEN2: "qwen2", O200K: "o200k", WHOLE: "none"}
 _O200K = "|".join([
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
@@ -38,7 +37,6 @@ PATTERNS = {  # the exact strings recognized, each with its scanner family
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""": QWEN2,  # noqa: E501
     _O200K: O200K,
 }
-GPT2_PATTERN = next(p for p, f in PATTERNS.items() if f == GPT2)
 
 # tiktoken's named encodings: (family, special tokens, NFC)
 _ENDOFTEXT, _FIM = "<|endoftext|>", ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>")
@@ -121,29 +119,20 @@ class BPESpec:
         return max(ids) + 1 if ids else 0
 
     def pair_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(left id, right id, rank, result id) of every merge, as int64 arrays."""
+        """(left id, right id, rank, result id) of every ranked merge (``merges`` files), as int64 arrays. Rank
+        files' pairs (every split of every token) are built from the vocabulary table by
+        :class:`~triton_textops.ops.bpe.merge.Vocab`."""
         vocab = self.vocab
-        if self.merges is not None:
-            left, right, rank, result = [], [], [], []
-            for r, (a, b) in enumerate(self.merges):
-                ia, ib, ic = vocab.get(a), vocab.get(b), vocab.get(a + b)
-                if ia is None or ib is None or ic is None:
-                    continue  # HF skips such a merge too (its symbols never exist)
-                left.append(ia)
-                right.append(ib)
-                rank.append(r)
-                result.append(ic)
-            return tuple(np.asarray(x, dtype=np.int64) for x in (left, right, rank, result))  # type: ignore[return-value]
-        left, right, rank = [], [], []
-        for tok, i in vocab.items():
-            for k in range(1, len(tok)):
-                a, b = vocab.get(tok[:k]), vocab.get(tok[k:])
-                if a is not None and b is not None:
-                    left.append(a)
-                    right.append(b)
-                    rank.append(i)
-        rk = np.asarray(rank, dtype=np.int64)
-        return np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64), rk, rk.copy()
+        left, right, rank, result = [], [], [], []
+        for r, (a, b) in enumerate(self.merges or ()):
+            ia, ib, ic = vocab.get(a), vocab.get(b), vocab.get(a + b)
+            if ia is None or ib is None or ic is None:
+                continue  # HF skips such a merge too (its symbols never exist)
+            left.append(ia)
+            right.append(ib)
+            rank.append(r)
+            result.append(ic)
+        return tuple(np.asarray(x, dtype=np.int64) for x in (left, right, rank, result))  # type: ignore[return-value]
 
 
 # ------------------------------------------------------------------------------------------- readers

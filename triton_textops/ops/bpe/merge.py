@@ -370,7 +370,7 @@ def _self_reachable(voc: tuple, off: np.ndarray) -> np.ndarray:
     work = np.zeros((N_WORK_ROWS, max(longest, 1)), dtype=np.int32)
     out = np.zeros(max(longest, 1), dtype=np.int32)
     flags = np.zeros(n, dtype=np.uint8)
-    _reach(voc, off, work, out, flags)
+    _REACH(voc, off, work, out, flags)
     return flags
 
 
@@ -388,10 +388,6 @@ def _reach_kernel(voc, off, work, out, flags):
 
 
 _REACH = K.cpu(_reach_kernel)
-
-
-def _reach(voc: tuple, off: np.ndarray, work: np.ndarray, out: np.ndarray, flags: np.ndarray) -> None:
-    _REACH(voc, off, work, out, flags)
 
 
 def _rank_pairs_kernel(voc, off, left, right, rank, count):

@@ -210,8 +210,7 @@ class BPETokenizer:
             self._adds[key] = got
         return got
 
-    def _launch_args(self, batch: TextBatch, add_special_tokens: Any, allowed: Specials, disallowed: Specials,
-                     rows: int = 0) -> tuple:
+    def _launch_args(self, batch: TextBatch, add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> tuple:
         """The encode kernels' arguments for ``batch``: tables, config and the scratch sized from its bytes."""
         try:  # the same options again (the usual case): checked and built once
             key = (type(add_special_tokens), add_special_tokens, allowed, disallowed)
