@@ -63,3 +63,26 @@ def test_bad_caller_buffers_and_ids() -> None:
     for ids, offs in (([1, -1], [0, 2]), ([10**9], [0, 1]), ([1, 2], [0, 3]), ([1], [1, 0])):
         with pytest.raises(InputError, match="row"):
             tok.decode(np.array(ids), np.array(offs))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(PIECES | st.text(max_size=12), max_size=10).map("".join), min_size=1, max_size=12),
+       st.sampled_from([(4, 4, 2, 2, 3), (8, 8, 64, 16, 3), (16, 32, 300, 300, 3)]))
+def test_merge_cache_full_and_reset_in_bounds(texts, shape):
+    """The merge cache emptied and refilled all the time (tiny shapes: pieces that never fit, that fit once):
+    every access in bounds, ids equal to the uncached tokenizer's."""
+    import triton_textops.ops.bpe.tokenizer as T  # noqa: PLC0415
+
+    texts = [t.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for t in texts]
+    tok = tokenizers()[1]
+    expected = tok.encode(texts).tolist()
+    small = BPETokenizer.__new__(BPETokenizer)
+    small.__dict__.update(tok.__dict__)
+    small._place()  # its own thread-local scratch and cache
+    saved = T.CACHE_SHAPE
+    T.CACHE_SHAPE = shape
+    try:
+        for _ in range(2):
+            assert small.encode(texts).tolist() == expected
+    finally:
+        T.CACHE_SHAPE = saved

@@ -211,3 +211,29 @@ def test_added_token_flags_and_prefix_space(tmp_path: O.Path) -> None:
         ours = BPETokenizer.from_pretrained(d)
         hf = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
         assert not _diff(ours.encode(texts).tolist(), [e.ids for e in hf.encode_batch(texts)], texts), prefix
+
+
+def test_merge_cache_exact_when_full_and_across_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPU kernels keep merged pieces per share, across calls: ids stay exact when the cache empties itself
+    all the time (a tiny one), across calls, in both shares of a parallel batch, and for a piece whose bytes
+    share a hash slot with others."""
+    import triton_textops.ops.bpe.tokenizer as T  # noqa: PLC0415
+    from triton_textops.ops import kernels as K  # noqa: PLC0415
+
+    enc = O.tiktoken_encoding("cl100k_base")
+    texts = O.BPE_ADVERSARIAL + [t for t in TEXTS if any(ord(c) > 0x7F for c in t)][:200] + AUSTEN[:64]
+    expected = enc.encode_ordinary_batch(texts)
+    for shape in ((8, 8, 64, 16, 3), (4, 4, 2, 2, 3), T.CACHE_SHAPE):
+        monkeypatch.setattr(T, "CACHE_SHAPE", shape)
+        tok = BPETokenizer.from_tiktoken(O.DATA / O.RANK_FILES["cl100k_base"], encoding="cl100k_base")
+        for threads in (1, 2):
+            K.set_num_threads(threads)
+            try:
+                for _ in range(2):  # the second call reads what the first cached
+                    assert not _diff(tok.encode(texts).tolist(), expected, texts), shape
+                    assert tok.encode([texts[5]]).tolist() == [expected[5]]
+            finally:
+                K.set_num_threads(None)
+        slots, ents, pool, ids, stat = tok._merge_cache()
+        assert stat[:, 0].max() * 2 <= shape[0]  # never over half the slots
+    assert stat[0, 0] > 0 and stat[1, 0] > 0  # the full-size cache: both shares kept pieces

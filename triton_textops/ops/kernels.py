@@ -67,14 +67,44 @@ def device(fn: Callable | None = None, *, inline: bool = False) -> Any:
     return mark if fn is None else mark(fn)
 
 
-def _clone(fn: Callable, target: str) -> Callable:
-    """``fn`` with a globals dict in which every device function is bound to ``target``'s compiled one."""
+Bind = tuple[tuple[str, str], ...]  # a kernel variant: (device function name, the device function it calls instead)
+
+
+@functools.cache
+def _reach(name: str) -> frozenset[str]:
+    """The device functions that device function ``name`` calls, directly or not (itself included)."""
+    seen = {name}
+    todo = [name]
+    while todo:
+        for callee in _DEVICE[todo.pop()].__code__.co_names:
+            if callee in _DEVICE and callee not in seen:
+                seen.add(callee)
+                todo.append(callee)
+    return frozenset(seen)
+
+
+def _bind_for(fn: Callable, bind: Bind) -> Bind:
+    """The part of ``bind`` that changes what ``fn`` calls (none: every variant shares one compiled ``fn``)."""
+    calls = set()
+    for name in fn.__code__.co_names:
+        if name in _DEVICE:
+            calls |= _reach(name)
+    return tuple((a, b) for a, b in bind if a in calls)
+
+
+def _clone(fn: Callable, target: str, bind: Bind = ()) -> Callable:
+    """``fn`` with a globals dict in which every device function is bound to ``target``'s compiled one (the
+    function ``bind`` names instead, in ``fn`` and everything it calls). A variant gets its own qualified name,
+    which numba's on-disk cache keys by."""
+    bind = _bind_for(fn, bind)
+    instead = dict(bind)
     glb = dict(fn.__globals__)
     for name in fn.__code__.co_names:
         if name in _DEVICE and _DEVICE[name] is not fn:
-            glb[name] = _compiled(name, target)
+            real = instead.get(name, name)
+            glb[name] = _compiled(real, target, _bind_for(_DEVICE[real], bind))
     clone = types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, fn.__closure__)
-    clone.__qualname__ = fn.__qualname__
+    clone.__qualname__ = fn.__qualname__ + "".join(f"__{b}" for _, b in bind)
     clone.__module__ = fn.__module__
     return clone
 
@@ -103,8 +133,8 @@ def _one_signature(disp: Any) -> Any:
 
 
 @functools.cache
-def _compiled(name: str, target: str) -> Callable:
-    fn = _clone(_DEVICE[name], target)
+def _compiled(name: str, target: str, bind: Bind = ()) -> Callable:
+    fn = _clone(_DEVICE[name], target, bind)
     if target == "cpu":
         # no NRT: device code never allocates, and calls then skip reference counting. No Python or C
         # wrapper: only kernels call device functions, and each wrapper (unboxing every array argument)
@@ -116,9 +146,9 @@ def _compiled(name: str, target: str) -> Callable:
     return cuda.jit(device=True)(fn)
 
 
-def cpu(fn: Callable) -> Callable:
+def cpu(fn: Callable, bind: Bind = ()) -> Callable:
     """The CPU entry point of a kernel: ``njit(nogil=True, cache=True)`` of ``fn(share, shares, n, ...)``, its
-    device calls bound to their CPU versions.
+    device calls bound to their CPU versions (``bind``: a variant, see :func:`variant`).
 
     Why not ``parallel=True`` with ``prange``: measured here, parfor lowering doubled the compile time
     of a kernel (10 s more for the fused encode kernel; the whole load must stay under ~15 s), and waking
@@ -126,7 +156,7 @@ def cpu(fn: Callable) -> Callable:
     instead, with the same number of threads numba would use by default. Compiled without numba's
     reference counting (``_nrt=False``): kernels never allocate, and every call of a device function
     then skips an incref/decref per array argument (measured: WordPiece 132 -> 56 ns per piece here)."""
-    return numba.njit(nogil=True, cache=True, _nrt=False, no_cfunc_wrapper=True)(_clone(fn, "cpu"))
+    return numba.njit(nogil=True, cache=True, _nrt=False, no_cfunc_wrapper=True)(_clone(fn, "cpu", bind))
 
 
 _THREADS = [numba.config.NUMBA_NUM_THREADS]
@@ -165,21 +195,36 @@ class _LazyGpu:
     """The GPU entry point of a kernel, compiled (``cuda.jit``) on first use: importing the ops never
     needs numba-cuda."""
 
-    def __init__(self, fn: Callable) -> None:
+    def __init__(self, fn: Callable, bind: Bind = ()) -> None:
         self.fn = fn
+        self.bind = bind
         self._k: Any = None
 
     def get(self) -> Any:
         if self._k is None:
             from numba import cuda  # noqa: PLC0415
 
-            self._k = cuda.jit(cache=not SIMULATOR)(_clone(self.fn, "gpu"))
+            self._k = cuda.jit(cache=not SIMULATOR)(_clone(self.fn, "gpu", self.bind))
         return self._k
 
 
-def gpu(fn: Callable) -> _LazyGpu:
+def gpu(fn: Callable, bind: Bind = ()) -> _LazyGpu:
     """The GPU entry point of a kernel (``numba.cuda.jit``), its device calls bound to their GPU versions."""
-    return _LazyGpu(fn)
+    return _LazyGpu(fn, bind)
+
+
+@functools.cache
+def variant(cpu_fn: Callable, gpu_fn: Callable, bind: Bind) -> tuple[Callable, _LazyGpu]:
+    """A kernel pair in which the device function named ``a`` is replaced by the one named ``b`` for each
+    ``(a, b)`` of ``bind``, in the entry points and everything they call: a choice fixed per tokenizer (its
+    pre-tokenizer, its normalizer) made at compile time, so a kernel compiles only the code it runs. Made once
+    per ``bind``; functions that reach no replaced name are shared by all variants."""
+    pair = cpu(cpu_fn, bind), gpu(gpu_fn, bind)
+    VARIANTS[gpu_fn.__module__ + "." + gpu_fn.__name__ + "".join(f"__{b}" for _, b in bind)] = pair
+    return pair
+
+
+VARIANTS: dict[str, tuple[Callable, _LazyGpu]] = {}  # every kernel variant made so far, by name (tests/ptx)
 
 
 def threads_per_block() -> int:

@@ -7,7 +7,7 @@ rest with the family's scanner (:mod:`~triton_textops.ops.bpe.pretok`) and merge
 (:mod:`~triton_textops.ops.bpe.merge`). Ids go to the text's own scratch region, sized from its length before
 the launch (no count pass); every write is bounds-checked against that region.
 
-Kernels: :data:`ENCODE` (ids into scratch + a count or status per text, and, given rows, straight into fixed-length
+Kernels: :func:`encode_kernels` (a format's encode kernel: ids into scratch + a count or status per text, and, given rows, straight into fixed-length
 padded rows + mask: one launch), :data:`COMPACT` (scratch -> the flat ragged ids).
 """
 
@@ -21,11 +21,11 @@ except ImportError:  # pragma: no cover - numba without its CUDA target: GPU ent
 from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe.merge import encode_piece
 from triton_textops.ops.bpe.nfc import nfc_quick, nfc_write
-from triton_textops.ops.bpe.pretok import CL_S, CL_W, cls_at, pretoken_end
+from triton_textops.ops.bpe.pretok import CL_S, CL_W, SCANNERS, cls_at, pretoken_end
 from triton_textops.ops.text import utf8_valid
 
 # cfg (int64 array) entries
-C_FAMILY, C_NFC, C_PREFIX_SPACE, C_MULT, C_EXTRA, C_NPRE, C_NSUF, C_IDS = range(8)  # then prefix, suffix ids
+C_PREFIX_SPACE, C_MULT, C_EXTRA, C_NPRE, C_NSUF, C_IDS = range(6)  # then the prefix and suffix ids
 # adds tuple: (pool uint8, off int64 m+1, id int64 m, flags int64 m, by_first int64 259) sorted by first byte;
 # by_first[b] .. by_first[b+1]: the tokens starting with byte b; by_first[257], [258]: how many match raw / normalized
 A_POOL, A_OFF, A_ID, A_FLAGS, A_FIRST = range(5)
@@ -36,7 +36,8 @@ BAD_UTF8, SIZE_BOUND, BAD_SPAN, DISALLOWED, TOO_LONG = 1, 2, 3, 6, 5  # (0: fine
 MAX_TEXT_BYTES = (1 << 31) - 1 - 64  # longest text: scratch indices are int32 within a text's region
 # the scratch tuple: normalized bytes (written), merge work rows, ids, and the normalized bytes again as the text's
 # buffer type (read-only on the CPU): every scanner and merge then compiles for one buffer type, not two
-S_NBUF, S_WORK, S_IDS, S_NBUF_READ = range(4)
+S_NBUF, S_WORK, S_IDS, S_NBUF_READ, S_CACHE = range(5)  # S_CACHE: the merge cache (merge.CACHE_SHAPE), a row per
+# CPU share, whose row ``row`` (the share's; none on the GPU: 0 rows) bpe_text and what it calls use
 
 
 @K.device
@@ -117,22 +118,21 @@ def next_added(buf, lo, pos, end, adds, normalized, ctab):
 
 
 @K.device
-def encode_gap(buf, i, s, voc, ctab, cfg, scr, wb, o, cap):
-    """Pre-tokenize ``buf[i:s]`` with the family's scanner and merge each pre-token into ``ids[o:]``; the new
-    ``o`` or -1 when the ids region (``cap``) is full."""
-    family = cfg[C_FAMILY]
+def encode_gap(buf, i, s, voc, ctab, cfg, scr, wb, o, cap, row):
+    """Pre-tokenize ``buf[i:s]`` with the family's scanner (the kernel variant's ``pretoken_end``) and merge each
+    pre-token into ``ids[o:]``; the new ``o`` or -1 when the ids region (``cap``) is full."""
     ids = scr[S_IDS]
     while i < s:
-        j = pretoken_end(family, buf, i, s, ctab)
+        j = pretoken_end(buf, i, s, ctab)
         if o + (j - i) > cap:
             return -1
-        o = encode_piece(buf, i, j, voc, scr[S_WORK], wb, ids, o)
+        o = encode_piece(buf, i, j, voc, scr[S_WORK], wb, ids, o, scr[S_CACHE], row)
         i = j
     return o
 
 
 @K.device
-def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, nb, wb, o, cap):
+def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, nb, wb, o, cap, row):
     """Ids of ``buf[lo:hi]`` (a normalized piece): split at the normalized added tokens; each piece between them
     gets ByteLevel's prefix space when the format adds one (copied to the byte scratch at ``nb``), then
     :func:`encode_gap`. Returns the new ``o``, -1 when the text's regions are full, -1 - DISALLOWED for a
@@ -150,9 +150,9 @@ def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, nb, wb, o, cap):
                 nbuf[nb] = 32
                 for q in range(pos, s):
                     nbuf[nb + 1 + q - pos] = buf[q]
-                o = encode_gap(scr[S_NBUF_READ], nb, nb + 1 + s - pos, voc, ctab, cfg, scr, wb, o, cap)
+                o = encode_gap(scr[S_NBUF_READ], nb, nb + 1 + s - pos, voc, ctab, cfg, scr, wb, o, cap, row)
             else:
-                o = encode_gap(buf, pos, s, voc, ctab, cfg, scr, wb, o, cap)
+                o = encode_gap(buf, pos, s, voc, ctab, cfg, scr, wb, o, cap, row)
             if o < 0:
                 return -1
         if k < 0:
@@ -167,8 +167,27 @@ def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, nb, wb, o, cap):
     return o
 
 
+NORMAL = -2  # normalize(): the segment is normalized as it is
+
+
+@K.device(inline=True)
+def normalize(data, lo, hi, out, o, cap, ntab):
+    """The normalizer of a format without one: every segment is :data:`NORMAL`. The NFC variant of the encode
+    kernel binds this name to :func:`normalize_nfc`."""
+    return NORMAL
+
+
+@K.device(inline=True)
+def normalize_nfc(data, lo, hi, out, o, cap, ntab):
+    """NFC: :data:`NORMAL` when ``data[lo:hi]`` is NFC already, else the end of NFC(it) written to ``out[o:cap]``
+    (-1: it does not fit)."""
+    if not nfc_quick(data, lo, hi, ntab):
+        return NORMAL
+    return nfc_write(data, lo, hi, out, o, cap, ntab)
+
+
 @K.device
-def bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
+def bpe_text(t, row, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
     """Ids of text ``t`` into its scratch region; ``cnt[t]``: their number, or -1 - status."""
     n_data = data.shape[0]
     lo = offsets[t]
@@ -199,12 +218,12 @@ def bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
         s, e, k = next_added(data, lo, pos, hi, adds, 0, ctab)
         if s > pos:  # the segment before it, NFC-normalized into the byte scratch when the format says so and it
             # is not NFC already (the prefix-space copies of encode_span then go after the normalized bytes)
-            if cfg[C_NFC] == 0 or not nfc_quick(data, pos, s, ntab):
-                o = encode_span(data, pos, s, voc, ctab, adds, cfg, scr, base, base, o, cap)
+            w = normalize(data, pos, s, scr[S_NBUF], base, cap, ntab)
+            if w == NORMAL:
+                o = encode_span(data, pos, s, voc, ctab, adds, cfg, scr, base, base, o, cap, row)
             else:
-                w = nfc_write(data, pos, s, scr[S_NBUF], base, cap, ntab)
                 o = -1 if w < 0 else encode_span(scr[S_NBUF_READ], base, w, voc, ctab, adds, cfg, scr, w, base, o,
-                                                 cap)
+                                                 cap, row)
             if o < 0:
                 cnt[t] = -1 - (DISALLOWED if o == -1 - DISALLOWED else SIZE_BOUND)
                 return
@@ -289,17 +308,24 @@ def write_row(t, offsets, cfg, ids, cnt, rows, pad_id, left_pad, left_trunc):
 # the kernel that takes the table tuples costs ~2 s of compile time.
 def _rows_cpu(share, shares, n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
     for t in range(share, n, shares):
-        bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+        bpe_text(t, share, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
         if rows.shape[1] > 0:
             write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
 
 
 def _rows_gpu(n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        bpe_text(t, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+        bpe_text(t, 0, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)  # (no merge cache on the GPU)
         if rows.shape[1] > 0:
             write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
 
 
-# one kernel for ragged ids and fixed rows (a second copy of the whole encoder would double the compile time)
-ENCODE = (K.cpu(_rows_cpu), K.gpu(_rows_gpu))
+
+
+def encode_kernels(family: int, nfc: bool) -> tuple:
+    """The encode kernel pair of a format: one kernel for ragged ids and fixed rows (a second copy of the whole
+    encoder would double the compile time), compiled with the family's scanner and, when the format has it, NFC,
+    and nothing else (each unused scanner or normalizer compiled in cost ~1-3 s of a cold load)."""
+    bind = ((("pretoken_end", SCANNERS[family]),) if family in SCANNERS else ()) \
+        + ((("normalize", "normalize_nfc"),) if nfc else ())
+    return K.variant(_rows_cpu, _rows_gpu, bind)

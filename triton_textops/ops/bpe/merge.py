@@ -19,6 +19,10 @@ from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe.formats import BPESpec
 
 SHORT = 48  # pieces of more symbols use the heap
+# the merge cache of the CPU kernels: per share (a row of each array), pieces of up to CACHE_PIECE bytes that were
+# merged -> their ids. Arrays (slots, entries, bytes, ids, counts): CACHE_SHAPE columns each; emptied when full
+CACHE_PIECE = 255
+CACHE_SHAPE = (1 << 15, 1 << 15, 1 << 19, 1 << 18, 3)
 NO_PAIR = 0x7FFFFFFF  # rank of a symbol with no mergeable right neighbour
 # the vocabulary tuple a kernel takes (one argument): indices of its arrays
 # PAIRS: (slots, 2) int64, each slot (left id << 32 | right id, rank << 32 | result id): one cache line a probe
@@ -46,13 +50,13 @@ def mix64(key):
 
 
 @K.device(inline=True)
-def lookup(buf, lo, hi, voc):
-    """Id of the token whose bytes are ``buf[lo:hi]``, or -1. Every hit is verified on the bytes."""
+def lookup(buf, lo, hi, h, voc):
+    """Id of the token whose bytes are ``buf[lo:hi]`` (``h``: their :func:`fnv`), or -1. Every hit is verified
+    on the bytes."""
     pool = voc[POOL]
     off = voc[TOK_OFF]
     slots = voc[SLOTS]
     mask = voc[VCONST][SLOT_MASK]
-    h = fnv(buf, lo, hi)
     s = (h ^ (h >> 15)) & mask
     n = hi - lo
     for _ in range(voc[VCONST][MAX_PROBE] + 1):
@@ -243,18 +247,98 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
     return o
 
 
+@K.device
+def cache_get(buf, lo, hi, h, cache, row, out, o):
+    """The ids of a pre-token merged before by this CPU share (row ``row`` of the cache tuple), copied to
+    ``out[o:]``: the new ``o``, or -1 when it is not cached (or the cache is off: it has no row ``row``)."""
+    slots, ents, pool, ids, stat = cache
+    n = hi - lo
+    if row >= slots.shape[0] or n > CACHE_PIECE:
+        return -1
+    mask = slots.shape[1] - 1
+    s = (h ^ (h >> 15)) & mask
+    for _ in range(slots.shape[1]):
+        v = slots[row, s]
+        if v < 0:
+            return -1
+        if (v >> 32) == (h & 0x7FFFFFFF):
+            e = v & 0xFFFFFFFF
+            b = ents[row, 2 * e]
+            if (b & 0xFFFFFFFF) == n:
+                a = b >> 32
+                same = True
+                for k in range(n):
+                    if pool[row, a + k] != buf[lo + k]:
+                        same = False
+                        break
+                if same:
+                    d = ents[row, 2 * e + 1]
+                    at = d >> 32
+                    m = d & 0xFFFFFFFF
+                    for k in range(m):
+                        out[o + k] = ids[row, at + k]
+                    return o + m
+        s = (s + 1) & mask
+    return -1
+
+
+@K.device
+def cache_put(buf, lo, hi, h, cache, row, out, o, e):
+    """Remember that pre-token ``buf[lo:hi]`` merges to ``out[o:e]`` (a miss of :func:`cache_get`, just merged).
+    A full cache is emptied first; pieces over :data:`CACHE_PIECE` bytes are not kept."""
+    slots, ents, pool, ids, stat = cache
+    n = hi - lo
+    m = e - o
+    if row >= slots.shape[0] or n > CACHE_PIECE:
+        return
+    used = stat[row, 0]
+    if 2 * (used + 1) > slots.shape[1] or 2 * (used + 1) > ents.shape[1] or stat[row, 1] + n > pool.shape[1] \
+            or stat[row, 2] + m > ids.shape[1]:
+        for k in range(slots.shape[1]):
+            slots[row, k] = -1
+        stat[row, 0] = 0
+        stat[row, 1] = 0
+        stat[row, 2] = 0
+        used = 0
+        if 2 > slots.shape[1] or 2 > ents.shape[1] or n > pool.shape[1] or m > ids.shape[1]:
+            return
+    mask = slots.shape[1] - 1
+    s = (h ^ (h >> 15)) & mask
+    while slots[row, s] >= 0:  # at most half the slots are taken: an empty one is always found
+        s = (s + 1) & mask
+    a = stat[row, 1]
+    at = stat[row, 2]
+    for k in range(n):
+        pool[row, a + k] = buf[lo + k]
+    for k in range(m):
+        ids[row, at + k] = out[o + k]
+    ents[row, 2 * used] = (a << 32) | n
+    ents[row, 2 * used + 1] = (at << 32) | m
+    slots[row, s] = ((h & 0x7FFFFFFF) << 32) | used
+    stat[row, 0] = used + 1
+    stat[row, 1] = a + n
+    stat[row, 2] = at + m
+
+
 @K.device(inline=True)
-def encode_piece(buf, lo, hi, voc, work, base, out, o):
+def encode_piece(buf, lo, hi, voc, work, base, out, o, cache, row):
     """Ids of the pre-token ``buf[lo:hi]`` into ``out[o:]``: the whole token when it is one (and the format
-    emits it whole), else its merges. Returns the new ``o``."""
+    emits it whole), else its merges, remembered per CPU share (``cache``, row ``row``: text repeats its
+    words). Returns the new ``o``."""
     if hi - lo == 1:
         out[o] = voc[BYTE_IDS][buf[lo]]
         return o + 1
-    tid = lookup(buf, lo, hi, voc)
+    h = fnv(buf, lo, hi)
+    tid = lookup(buf, lo, hi, h, voc)
     if tid >= 0 and voc[WHOLE_OK][tid] != 0:
         out[o] = tid
         return o + 1
-    return bpe_piece(buf, lo, hi, voc, work, base, out, o)
+    e = cache_get(buf, lo, hi, h, cache, row, out, o)
+    if e >= 0:
+        return e
+    e = bpe_piece(buf, lo, hi, voc, work, base, out, o)
+    cache_put(buf, lo, hi, h, cache, row, out, o, e)
+    return e
 
 
 # ------------------------------------------------------------------------------ host-side table build
@@ -399,10 +483,10 @@ def _rank_pairs_kernel(voc, off, left, right, rank, count):
         a = off[tid]
         b = off[tid + 1]
         for k in range(a + 1, b):
-            x = lookup(pool, a, k, voc)
+            x = lookup(pool, a, k, fnv(pool, a, k), voc)
             if x < 0:
                 continue
-            y = lookup(pool, k, b, voc)
+            y = lookup(pool, k, b, fnv(pool, k, b), voc)
             if y >= 0:
                 left[m] = x
                 right[m] = y

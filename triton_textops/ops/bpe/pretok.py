@@ -240,15 +240,32 @@ def scan_o200k(buf, i, end, ctab):
 
 
 @K.device(inline=True)
-def pretoken_end(family, buf, i, end, ctab):
-    """End of the pre-token of ``family`` that starts at ``buf[i]`` (``i < end``); a family without a pattern
-    (ByteLevel without regex) makes the whole segment one pre-token."""
-    if family == GPT2:
-        return scan_gpt2(buf, i, end, ctab)
-    if family == CL100K:
-        return scan_cl100k(buf, i, end, ctab, 3)
-    if family == QWEN2:
-        return scan_cl100k(buf, i, end, ctab, 1)
-    if family == O200K:
-        return scan_o200k(buf, i, end, ctab)
+def pretoken_end(buf, i, end, ctab):
+    """End of the pre-token that starts at ``buf[i]`` (``i < end``) for a format without a pattern (ByteLevel
+    without its regex): the whole segment. An encode kernel's variant binds this name to its family's scanner
+    (:data:`SCANNERS`)."""
     return end
+
+
+@K.device(inline=True)
+def pretoken_gpt2(buf, i, end, ctab):
+    return scan_gpt2(buf, i, end, ctab)
+
+
+@K.device(inline=True)
+def pretoken_cl100k(buf, i, end, ctab):
+    return scan_cl100k(buf, i, end, ctab, 3)
+
+
+@K.device(inline=True)
+def pretoken_qwen2(buf, i, end, ctab):
+    return scan_cl100k(buf, i, end, ctab, 1)
+
+
+@K.device(inline=True)
+def pretoken_o200k(buf, i, end, ctab):
+    return scan_o200k(buf, i, end, ctab)
+
+
+# family -> the device function an encode kernel calls as ``pretoken_end`` (WHOLE: pretoken_end itself)
+SCANNERS = {GPT2: "pretoken_gpt2", CL100K: "pretoken_cl100k", QWEN2: "pretoken_qwen2", O200K: "pretoken_o200k"}

@@ -27,7 +27,6 @@ from triton_textops.ops.bpe.encode import (
     BAD_UTF8,
     COMPACT,
     DISALLOWED,
-    ENCODE,
     F_DISALLOWED,
     F_LSTRIP,
     F_MATCH,
@@ -36,8 +35,9 @@ from triton_textops.ops.bpe.encode import (
     F_SINGLE_WORD,
     SIZE_BOUND,
     TOO_LONG,
+    encode_kernels,
 )
-from triton_textops.ops.bpe.merge import N_WORK_ROWS, Vocab
+from triton_textops.ops.bpe.merge import CACHE_SHAPE, N_WORK_ROWS, Vocab
 from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_tables
 from triton_textops.ops.bpe.pretok import class_tables
 from triton_textops.ops.text import TextBatch, runs_on_cpu
@@ -52,7 +52,7 @@ STATUS_TEXT = {
     TOO_LONG: "text too long: a text may have at most 2 GiB - 65 bytes",
 }
 Specials = Literal["all"] | Collection[str] | None
-_NO_ROWS = np.empty((2, 0, 0), dtype=np.int64)  # ENCODE's rows argument for ragged output
+_NO_ROWS = np.empty((2, 0, 0), dtype=np.int64)  # the encode kernel's rows argument for ragged output
 SCRATCH_KEEP = 1 << 22  # scratch entries (~29 bytes each) a CPU thread keeps between calls
 
 
@@ -121,7 +121,8 @@ class BPETokenizer:
         # of each piece after a space (pieces are disjoint: <= the normalized bytes + one space per input byte)
         self.mult = NFC_EXPAND if spec.nfc else 1
         self.mult += (NFC_EXPAND if spec.nfc else 1) + 1 if spec.add_prefix_space else 0
-        self._cfg_host = np.array([spec.family, int(spec.nfc), int(spec.add_prefix_space), self.mult,
+        self._encode = encode_kernels(spec.family, spec.nfc)
+        self._cfg_host = np.array([int(spec.add_prefix_space), self.mult,
                                    1 + len(spec.prefix) + len(spec.suffix), len(spec.prefix), len(spec.suffix)]
                                   + spec.prefix + spec.suffix, dtype=np.int64)
         self._place()
@@ -228,14 +229,30 @@ class BPETokenizer:
         if isinstance(batch.data, np.ndarray) and not batch.data.flags.writeable:  # the CPU's text buffers
             nread = nbuf.view()
             nread.flags.writeable = False
-        return (batch.data, batch.offsets, self._voc, self._ctab, adds, self._ntab, cfg, (nbuf, work, ids, nread))
+        return (batch.data, batch.offsets, self._voc, self._ctab, adds, self._ntab, cfg,
+                (nbuf, work, ids, nread, self._merge_cache()))
+
+    def _merge_cache(self) -> tuple:
+        """The merge cache of the encode kernel (:data:`~triton_textops.ops.bpe.merge.CACHE_SHAPE`): on the CPU
+        the calling thread's, a row per kernel share, kept across calls (a piece's ids depend on the vocabulary
+        alone); on the GPU none (0 rows: one thread per text has little to reuse)."""
+        got = getattr(self._tls, "cache", None)
+        shares = K.get_num_threads() if self.target == "cpu" else 0
+        if got is None or got[0].shape[0] < shares:
+            xp = self.xp
+            got = tuple(allocate(xp, (shares, cols), dtype, "the merge cache")
+                        for cols, dtype in zip(CACHE_SHAPE, (np.int64, np.int64, np.uint8, np.int32, np.int64)))
+            got[0].fill(-1)
+            got[4].fill(0)
+            self._tls.cache = got
+        return got
 
     def _options_for(self, add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> tuple:
         """(config, added-token tables, scratch entries per text beyond the bytes) of these options, checked."""
         specials = check_bool("add_special_tokens", add_special_tokens)
         cfg = self._cfg
         if not specials and (self.spec.prefix or self.spec.suffix):
-            cfg = K.to_device(np.concatenate([self._cfg_host[:4], [1, 0, 0]]), self.target, self.xp)
+            cfg = K.to_device(np.concatenate([self._cfg_host[:2], [1, 0, 0]]), self.target, self.xp)
         extra = 1 + (len(self.spec.prefix) + len(self.spec.suffix) if specials else 0)
         return cfg, self._added_tables(allowed, disallowed), extra
 
@@ -277,7 +294,7 @@ class BPETokenizer:
         xp = self.xp
         cnt = xp.empty(n, dtype=np.int64)
         if n:
-            K.launch(self.target, ENCODE, n, *args, cnt, xp.empty((2, 0, 0), dtype=np.int64), 0, False, False)
+            K.launch(self.target, self._encode, n, *args, cnt, xp.empty((2, 0, 0), dtype=np.int64), 0, False, False)
         host = K.to_host(cnt, self.target)
         _raise_bad(host)
         off = np.zeros(n + 1, dtype=np.int64)
@@ -299,7 +316,7 @@ class BPETokenizer:
         batch = TextBatch._made(data, np.array([0, data.shape[0]], dtype=np.int64), np)
         args = self._launch_args(batch, add_special_tokens, allowed, disallowed)
         cnt = np.empty(1, dtype=np.int64)
-        K.launch("cpu", ENCODE, 1, *args, cnt, _NO_ROWS, 0, False, False)
+        K.launch("cpu", self._encode, 1, *args, cnt, _NO_ROWS, 0, False, False)
         n = int(cnt[0])
         if n < 0:
             _raise_bad(cnt)
@@ -337,7 +354,7 @@ class BPETokenizer:
         rows = allocate(self.xp, (2, n, width), dt.type, f"max_length={width}: {n} rows of ids and mask")
         cnt = self.xp.zeros(n, dtype=np.int64)
         if n:
-            K.launch(self.target, ENCODE, n, *args, cnt, rows, pad, padding_side == "left",
+            K.launch(self.target, self._encode, n, *args, cnt, rows, pad, padding_side == "left",
                      truncation_side == "left")
         _raise_bad(K.to_host(cnt, self.target))
         return Rows(rows[0], rows[1])
