@@ -18,15 +18,19 @@ $(STAMP): $(PY) pyproject.toml
 
 venv: $(STAMP)
 
+# pytest-xdist workers (CI has 2 cores; each test module runs in one worker, so its fixtures are made once)
+TEST_JOBS ?= 2
+XDIST := -n $(TEST_JOBS) --dist loadfile
+
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	# the KServe SDK's protobuf symbols clash with tritonclient.grpc's: its tests get their own process
-	$(PY) -m pytest -q tests --ignore=tests/deploy/test_kserve.py
+	$(PY) -m pytest -q $(XDIST) tests --ignore=tests/deploy/test_kserve.py
 	$(PY) -m pytest -q tests/deploy/test_kserve.py
 	# the GPU kernels in numba-cuda's CUDA simulator, and the kernels with bounds checking: own processes
 	# (both variables must be set before numba is imported; bounds-checked code gets its own cache)
-	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q tests/sim
-	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(CURDIR)/.cache/numba-boundscheck $(PY) -m pytest -q tests/bounds
+	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q $(XDIST) tests/sim
+	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(CURDIR)/.cache/numba-boundscheck $(PY) -m pytest -q $(XDIST) tests/bounds
 
 # make demo [ARGS=excerpts.txt | ARGS=-]: train (cached in .cache/demo), serve in a real tritonserver, score
 demo: $(STAMP)

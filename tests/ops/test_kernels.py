@@ -106,3 +106,25 @@ def test_device_functions_compile_once_for_every_caller(tmp_path):
         assert len(versions) == 1, (name, versions)
         for arg in versions[0]:
             assert "Literal" not in arg and arg not in ("int32", "int16", "int8", "uint8", "uint32"), (name, arg)
+
+
+def test_variants_bind_by_name_and_share_the_rest():
+    """kernels.variant: a format's encode kernel calls its own scanner (and NFC only when asked); functions that
+    reach no replaced name are compiled once for every variant; each variant has its own cache name."""
+    from triton_textops.ops.bpe.encode import encode_kernels  # noqa: PLC0415
+    from triton_textops.ops.bpe.formats import CL100K, GPT2, WHOLE  # noqa: PLC0415
+
+    cl, gpt2 = encode_kernels(CL100K, False), encode_kernels(GPT2, True)
+    assert cl is encode_kernels(CL100K, False)
+    assert cl[1].bind == (("pretoken_end", "pretoken_cl100k"),)
+    assert gpt2[1].bind == (("pretoken_end", "pretoken_gpt2"), ("normalize", "normalize_nfc"))
+    assert encode_kernels(WHOLE, False)[1].bind == ()
+    glb_cl, glb_gpt2 = cl[0].py_func.__globals__, gpt2[0].py_func.__globals__
+    assert cl[0].py_func.__qualname__ == "_rows_cpu__pretoken_cl100k"
+    assert glb_cl["bpe_text"].py_func.__qualname__ == "bpe_text__pretoken_cl100k"
+    assert glb_gpt2["bpe_text"].py_func.__qualname__ == "bpe_text__pretoken_gpt2__normalize_nfc"
+    gap = glb_cl["bpe_text"].py_func.__globals__["encode_span"].py_func.__globals__["encode_gap"]
+    assert gap.py_func.__globals__["pretoken_end"].py_func.__name__ == "pretoken_cl100k"
+    assert glb_cl["write_row"] is glb_gpt2["write_row"] is K._compiled("write_row", "cpu")  # shared
+    assert gap.py_func.__globals__["encode_piece"] is K._compiled("encode_piece", "cpu")
+    assert "nfc_write" not in glb_cl["bpe_text"].py_func.__globals__["normalize"].py_func.__code__.co_names

@@ -102,7 +102,8 @@ def _clone(fn: Callable, target: str, bind: Bind = ()) -> Callable:
     for name in fn.__code__.co_names:
         if name in _DEVICE and _DEVICE[name] is not fn:
             real = instead.get(name, name)
-            glb[name] = _compiled(real, target, _bind_for(_DEVICE[real], bind))
+            sub = _bind_for(_DEVICE[real], bind)  # (no binding: the 2-argument call, one cache key per function)
+            glb[name] = _compiled(real, target, sub) if sub else _compiled(real, target)
     clone = types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, fn.__closure__)
     clone.__qualname__ = fn.__qualname__ + "".join(f"__{b}" for _, b in bind)
     clone.__module__ = fn.__module__
