@@ -5,7 +5,9 @@ cost one hash probe. Only what is not emitted whole is merged (:func:`bpe_piece`
 pair of lowest rank, leftmost on ties, through a (left id, right id) -> (rank, result) table that holds both
 rules (HF's ranked merges; tiktoken's "rank of the concatenated bytes", every split of every token). Pieces of
 up to :data:`SHORT` symbols rescan a linked list (as tiktoken does); longer ones keep an indexed min-heap
-keyed by (rank, position), so a 1 MB run of one letter is n log n, not quadratic.
+keyed by (rank, position), so a 1 MB run of one letter is n log n, not quadratic. On the CPU, each kernel share
+keeps the pieces it merged (:func:`cache_get` / :func:`cache_put`: bytes -> ids, verified on the bytes, emptied when
+full), so a word that repeats is merged once per thread; the GPU kernels run without it (one thread per text).
 
 The tables (:class:`Vocab`) are built on the host by njit functions that share the kernels' hash arithmetic.
 """
