@@ -55,15 +55,16 @@ FILL = {"triton_max_batch_size": "16", "max_queue_delay_microseconds": "0", "max
 MULTIMODAL_INPUTS = ("IMAGE_BYTES", "IMAGE_URL", "VIDEO_BYTES", "PROMPT_TABLE_EXTRA_ID")
 
 
-def trtllm_config(kind: str, name: str, *, drop_outputs: bool = True, **values: str) -> Any:
+def trtllm_config(kind: str, name: str, *, drop_inputs: bool = True, drop_outputs: bool = True,
+                  **values: str) -> Any:
     """TensorRT-LLM's ``preprocessing`` / ``postprocessing`` config.pbtxt filled in (``values`` over :data:`FILL`),
-    as a ModelConfig named ``name``, its multimodal inputs removed (and its multimodal outputs: ``drop_outputs``)."""
+    as a ModelConfig named ``name``, its multimodal inputs (``drop_inputs``) and outputs (``drop_outputs``) removed."""
     text = (REF / kind / "config.pbtxt").read_text()
     for key, value in {**FILL, **values}.items():
         text = text.replace("${" + key + "}", value)
     cfg = C.parse_config_text(text, f"{kind}/config.pbtxt")
     cfg.name = name
-    keep_in = [t for t in cfg.input if t.name not in MULTIMODAL_INPUTS]
+    keep_in = [t for t in cfg.input if not (drop_inputs and t.name in MULTIMODAL_INPUTS)]
     keep_out = [t for t in cfg.output if not (drop_outputs and t.name in MULTIMODAL_TENSORS)]
     del cfg.input[:], cfg.output[:]
     cfg.input.extend(keep_in)
@@ -85,14 +86,18 @@ def one_line(module: str) -> str:
 
 
 def write_llm_models(root: Path, tokenizer_dir: Path, *, name: str = "", add_special_tokens: bool = True,
-                     skip_special_tokens: bool = True, streaming: bool = False) -> tuple[Path, Path]:
+                     skip_special_tokens: bool = True, streaming: bool = False,
+                     encoding: str | None = None) -> tuple[Path, Path]:
     """``llm_preprocess`` and ``llm_postprocess`` model directories (one-line model.py) on ``tokenizer_dir``:
-    TensorRT-LLM's configs (text tensors) filled in, plus ``streaming`` when asked."""
+    TensorRT-LLM's configs (text tensors) filled in, plus ``streaming`` and ``encoding`` (of a .tiktoken file)."""
     values = {"tokenizer_dir": str(tokenizer_dir), "add_special_tokens": str(add_special_tokens).lower(),
               "skip_special_tokens": str(skip_special_tokens).lower()}
-    pre = write_config_dir(root, f"preprocessing{name}", trtllm_config("preprocessing", f"preprocessing{name}",
-                                                                        **values), one_line("llm_preprocess"))
+    pre_cfg = trtllm_config("preprocessing", f"preprocessing{name}", **values)
     cfg = trtllm_config("postprocessing", f"postprocessing{name}", **values)
+    if encoding:
+        for c in (pre_cfg, cfg):
+            c.parameters["encoding"].string_value = encoding
+    pre = write_config_dir(root, f"preprocessing{name}", pre_cfg, one_line("llm_preprocess"))
     if streaming:
         cfg.parameters["streaming"].string_value = "true"
     post = write_config_dir(root, f"postprocessing{name}", cfg, one_line("llm_postprocess"))

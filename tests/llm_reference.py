@@ -13,8 +13,11 @@ import pickle
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parent.parent
 # transformers' version in TensorRT-LLM's requirements.txt at tensorrtllm_backend a315d2df, with the tokenizers and
@@ -56,17 +59,23 @@ def run_batches(model_dir: str | os.PathLike, batches: list[list[dict[str, Any]]
     return out
 
 
-def run_reference(jobs: list[tuple[str, list[list[dict[str, Any]]]]], work: Path) -> list[list[list[Any]]]:
-    """:func:`run_batches` of each (model dir, batches) job in a subprocess on transformers 4.47."""
+def run_reference(jobs: list[tuple[str, list[list[dict[str, Any]]]]], work: Path,
+                  meanwhile: Callable[[], T]) -> tuple[list[list[list[Any]]], T]:
+    """:func:`run_batches` of each (model dir, batches) job in a subprocess on transformers 4.47, while this
+    process runs ``meanwhile`` (our side); both results."""
     site = ensure_reference_site()
     job, result = work / "reference-job.pkl", work / "reference-out.pkl"
     job.write_bytes(pickle.dumps(jobs))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "tests"), str(ROOT)])}
-    done = subprocess.run([sys.executable, __file__, str(job), str(result)], env=env, capture_output=True,
-                          text=True, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(f"the reference run failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
-    return pickle.loads(result.read_bytes())
+    with subprocess.Popen([sys.executable, __file__, str(job), str(result)], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as proc:
+        try:
+            ours = meanwhile()
+        finally:
+            log, _ = proc.communicate(timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the reference run failed:\n{log[-5000:]}")
+    return pickle.loads(result.read_bytes()), ours
 
 
 def main(job: str, result: str) -> None:
