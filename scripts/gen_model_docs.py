@@ -31,8 +31,8 @@ _LLM_SAME = ("Equal to TensorRT-LLM's own model.py (tensorrtllm_backend a315d2df
              "only (GPT-2, Llama-3, Qwen2, tiktoken encodings; not SentencePiece/T5). Where theirs fails the whole "
              "`execute` or passes bad values on, ours answers that request alone with INVALID_ARG naming the tensor; "
              "a config with TensorRT-LLM's multimodal tensors, or a non-empty `multimodal_model_path`, fails to "
-             "load (multimodal preprocessing is out of scope); a boolean parameter that is not true/false/1/0/yes/no "
-             "fails to load (theirs warns and takes true).")
+             "load (multimodal preprocessing is out of scope); a boolean parameter that is not true/false/t/f/y/n/1/0/"
+             "yes/no/on/off fails to load (theirs warns and takes true).")
 NOTES = {
     "llm_preprocess": _LLM_SAME + " Every text of every request (queries, decoder queries, bad/stop words, bias "
     "words) is tokenized by one launch, two when bias words meet a tokenizer whose template adds a BOS (bias words "
