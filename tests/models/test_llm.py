@@ -227,9 +227,11 @@ def test_bad_requests_fail_alone(gpt2_models) -> None:
     seq = {"TOKENS_BATCH": np.array([[[31373, 995]]], np.int32), "SEQUENCE_LENGTH": np.array([[2]], np.int32)}
     bad_post = {"TOKENS_BATCH": {**seq, "TOKENS_BATCH": np.array([[[31373, 10 ** 6]]], np.int32)},
                 "SEQUENCE_LENGTH": {**seq, "SEQUENCE_LENGTH": np.array([[-1]], np.int32)}}
-    responses = post.execute([post.make_request(r) for r in [seq, *bad_post.values()]])
+    empty = {"TOKENS_BATCH": np.zeros((1, 2, 0), np.int32), "SEQUENCE_LENGTH": np.zeros((1, 2), np.int32)}
+    responses = post.execute([post.make_request(r) for r in [seq, empty, *bad_post.values()]])
     assert responses[0].output_tensors()[0].as_numpy().tolist() == [b"hello world"]
-    for name, resp in zip(bad_post, responses[1:]):
+    assert responses[1].output_tensors()[0].as_numpy().tolist() == [b"", b""]  # an empty delta, 2 beams
+    for name, resp in zip(bad_post, responses[2:]):
         assert resp.has_error() and f"'{name}'" in resp.error().message(), (name, resp.error().message())
 
 

@@ -285,7 +285,7 @@ def sequences(tokens: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.n
     """Flat ids and offsets of every ``tokens[b, beam, :lengths[b, beam]]`` (lengths past the end clipped)."""
     t = tokens.shape[2]
     lens = np.minimum(lengths.reshape(-1).astype(np.int64), t)
-    flat = tokens.reshape(-1, t)
+    flat = tokens.reshape(tokens.shape[0] * tokens.shape[1], t)  # (-1 cannot be inferred when t == 0)
     ids = flat[np.arange(t)[None, :] < lens[:, None]].astype(np.int64)
     off = np.zeros(lens.shape[0] + 1, dtype=np.int64)
     np.cumsum(lens, out=off[1:])
