@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from triton_textops.ops.llm import check_sequences
 from triton_textops.triton import io
 from triton_textops.triton.base import TensorSpec
@@ -31,7 +33,7 @@ class TritonPythonModel(LLMModel):
     OUTPUTS = {"output": TensorSpec("OUTPUT", "TYPE_STRING", (-1,))}
 
     def read(self, request: Any) -> Any:
-        tokens, lengths = (io.get_tensor(self.pb, request, self.names[r]).as_numpy() for r in self.INPUTS)
+        tokens, lengths = (io.to_array(io.get_tensor(self.pb, request, self.names[r]), np) for r in self.INPUTS)
         return check_sequences(tokens, lengths, self.tokenizer.bpe.n_ids, self.names)  # (flat ids, offsets)
 
     def compute(self, items: list[Any]) -> list[dict[str, Any]]:

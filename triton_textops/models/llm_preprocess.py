@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from triton_textops.ops.llm import PreRequest, Words, check_pre_request
 from triton_textops.triton import io
 from triton_textops.triton.base import TensorSpec
@@ -45,7 +47,7 @@ class TritonPythonModel(LLMModel):
     def read(self, request: Any) -> PreRequest:
         def array(role: str) -> Any:
             t = io.get_tensor(self.pb, request, self.names[role], optional=self.INPUTS[role].optional)
-            return None if t is None else t.as_numpy()
+            return None if t is None else io.to_array(t, np)  # (a GPU tensor too: FORCE_CPU_ONLY_INPUT_TENSORS no)
 
         words = {r: self.read_text_table(request, r) for r in ("bad", "stop", "bias_words")}
         return check_pre_request(PreRequest(
