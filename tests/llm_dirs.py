@@ -21,8 +21,11 @@ QWEN2_ADDED = [{"id": 151643 + i, "content": c} for i, c in enumerate(["<|endoft
 # tokenizer_config.json of each style: the fields AutoTokenizer and TensorRT-LLM's model.py read
 CONFIGS = {
     "gpt2": {"tokenizer_class": "GPT2Tokenizer", "model_max_length": 1024},  # clean-up: transformers' default
+    # + special tokens the tokenizer.json does not list (transformers adds them): one new ("<|pad|>"), one a word of
+    # the vocabulary ("Hello": now matched whole and skipped by skip_special_tokens)
     "llama3": {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<|begin_of_text|>",
-               "eos_token": "<|end_of_text|>", "clean_up_tokenization_spaces": True},
+               "eos_token": "<|end_of_text|>", "pad_token": "<|pad|>", "clean_up_tokenization_spaces": True,
+               "additional_special_tokens": ["<|eot_id|>", "Hello"]},
     "qwen2": {"tokenizer_class": "Qwen2Tokenizer", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
               "clean_up_tokenization_spaces": False},
 }

@@ -100,6 +100,31 @@ def load_spec(tokenizer_dir: str | os.PathLike, encoding: str | None = None) -> 
     raise ValueError(f"{p}: no tokenizer.json, vocab.json + merges.txt or encoder.json + vocab.bpe in it")
 
 
+SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+
+
+def add_config_specials(spec: F.BPESpec) -> None:
+    """What transformers' PreTrainedTokenizerFast does with the special tokens tokenizer_config.json names
+    (``bos_token`` ... ``mask_token``, ``additional_special_tokens``) that are not added tokens of the file: it adds
+    them as special tokens, with the vocabulary's id when the vocabulary has the string, else a new id (HF
+    tokenizers' rule: after the largest added id, or the vocabulary's size)."""
+    cfg = spec.config
+    names = [_token_name(cfg.get(k)) for k in SPECIAL_KEYS]
+    names += [_token_name(t) for t in cfg.get("additional_special_tokens") or []]
+    have = {a.content for a in spec.added}
+    for name in names:
+        if name is None or name.encode() in have:
+            continue
+        mapped = F._unmap(name)
+        tid = spec.vocab.get(mapped) if mapped is not None else None
+        if tid is None:
+            top = max((a.id for a in spec.added), default=-1)
+            tid = top + 1 if top >= len(spec.vocab) else len(spec.vocab)
+            spec.decode_bytes[tid] = mapped if mapped is not None else name.encode()
+        spec.added.append(F.AddedToken(name.encode(), tid, special=True))
+        have.add(name.encode())
+
+
 class LLMTokenizer:
     """A :class:`BPETokenizer` with what TensorRT-LLM's models read from AutoTokenizer: end and pad ids, the
     vocabulary's length (of the embedding bias), the clean-up rule."""
@@ -107,6 +132,7 @@ class LLMTokenizer:
     def __init__(self, tokenizer_dir: str | os.PathLike, *, encoding: str | None = None, device: str = "cpu",
                  gpu_min_batch: int | None = None) -> None:
         spec = load_spec(tokenizer_dir, encoding)
+        add_config_specials(spec)
         self.bpe = BPETokenizer(spec, device=device)
         self.gpu_min_batch = gpu_min_batch
         cfg = spec.config
