@@ -187,8 +187,10 @@ def normalize_nfc(data, lo, hi, out, o, cap, ntab):
 
 
 @K.device
-def bpe_text(t, row, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
-    """Ids of text ``t`` into its scratch region; ``cnt[t]``: their number, or -1 - status."""
+def bpe_text(t, row, wb, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
+    """Ids of text ``t`` into its scratch region; ``cnt[t]``: their number, or -1 - status. The merge work rows
+    from column ``wb`` on (a CPU share's own columns, reused text after text), or, ``wb`` < 0, the text's region
+    (the GPU's: all texts at once)."""
     n_data = data.shape[0]
     lo = offsets[t]
     hi = offsets[t + 1]
@@ -205,7 +207,9 @@ def bpe_text(t, row, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
     extra = cfg[C_EXTRA]
     base = mult * offsets[t] + extra * t  # this text's region in every scratch array
     cap = base + mult * (hi - lo) + extra
-    if cap > scr[S_IDS].shape[0] or cap > scr[S_WORK].shape[1]:
+    if wb < 0:
+        wb = base
+    if cap > scr[S_IDS].shape[0] or wb + (cap - base) > scr[S_WORK].shape[1]:  # (a piece is at most cap - base)
         cnt[t] = -1 - SIZE_BOUND
         return
     o = base
@@ -220,9 +224,9 @@ def bpe_text(t, row, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
             # is not NFC already (the prefix-space copies of encode_span then go after the normalized bytes)
             w = normalize(data, pos, s, scr[S_NBUF], base, cap, ntab)
             if w == NORMAL:
-                o = encode_span(data, pos, s, voc, ctab, adds, cfg, scr, base, base, o, cap, row)
+                o = encode_span(data, pos, s, voc, ctab, adds, cfg, scr, base, wb, o, cap, row)
             else:
-                o = -1 if w < 0 else encode_span(scr[S_NBUF_READ], base, w, voc, ctab, adds, cfg, scr, w, base, o,
+                o = -1 if w < 0 else encode_span(scr[S_NBUF_READ], base, w, voc, ctab, adds, cfg, scr, w, wb, o,
                                                  cap, row)
             if o < 0:
                 cnt[t] = -1 - (DISALLOWED if o == -1 - DISALLOWED else SIZE_BOUND)
@@ -307,15 +311,16 @@ def write_row(t, offsets, cfg, ids, cnt, rows, pad_id, left_pad, left_trunc):
 # passes none), written as row t. The entry points call the two stages directly: every function between them and
 # the kernel that takes the table tuples costs ~2 s of compile time.
 def _rows_cpu(share, shares, n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
+    wb = share * (scr[S_WORK].shape[1] // shares)  # this share's merge work columns
     for t in range(share, n, shares):
-        bpe_text(t, share, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+        bpe_text(t, share, wb, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
         if rows.shape[1] > 0:
             write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
 
 
 def _rows_gpu(n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        bpe_text(t, 0, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)  # (no merge cache on the GPU)
+        bpe_text(t, 0, -1, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)  # (no merge cache on the GPU)
         if rows.shape[1] > 0:
             write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
 

@@ -224,7 +224,13 @@ class BPETokenizer:
                 except TypeError:  # an unhashable collection of names
                     pass
         size = self.mult * int(batch.data.shape[0]) + extra * batch.n + 1
-        nbuf, work, ids = self._scratch(size)
+        if self.target == "cpu":  # merge work: a region per kernel share, as long as the longest text's
+            off = batch.offsets
+            longest = int(batch.data.shape[0]) if batch.n <= 1 else int((off[1:] - off[:-1]).max())
+            wsize = K.get_num_threads() * (self.mult * max(longest, 0) + extra) + 1
+        else:  # one thread per text, all at once: a region per text
+            wsize = size
+        nbuf, work, ids = self._scratch(size, wsize)
         nread = nbuf
         if isinstance(batch.data, np.ndarray) and not batch.data.flags.writeable:  # the CPU's text buffers
             nread = nbuf.view()
@@ -256,22 +262,29 @@ class BPETokenizer:
         extra = 1 + (len(self.spec.prefix) + len(self.spec.suffix) if specials else 0)
         return cfg, self._added_tables(allowed, disallowed), extra
 
-    def _scratch(self, size: int) -> tuple[Any, Any, Any]:
-        """Normalized bytes, merge work rows and ids for ``size`` scratch entries. On the CPU, batches of up to
-        :data:`SCRATCH_KEEP` entries reuse their thread's arrays (a kernel only needs them large enough; small
-        batches spent more time allocating than tokenizing)."""
+    def _scratch(self, size: int, wsize: int) -> tuple[Any, Any, Any]:
+        """Normalized bytes and ids for ``size`` scratch entries, merge work rows of ``wsize`` columns. On the CPU,
+        arrays of up to :data:`SCRATCH_KEEP` entries are kept by their thread and reused (a kernel only needs them
+        large enough; small batches spent more time allocating than tokenizing, and a large batch's first touch of
+        fresh pages took as long as its tokenizing)."""
         xp = self.xp
-        keep = self.target == "cpu" and size <= SCRATCH_KEEP
-        if keep:
-            got = getattr(self._tls, "scratch", None)
-            if got is not None and got[2].shape[0] >= size:
-                return got
-            size = max(size, 1 << 16)
-        nbuf = allocate(xp, (size if self.mult > 1 or self.spec.nfc else 1,), np.uint8, "the normalized text")
-        work = allocate(xp, (N_WORK_ROWS, size), np.int32, "the merge scratch")
-        ids = allocate(xp, (size,), np.int32, "the ids scratch")
-        if keep:
-            self._tls.scratch = (nbuf, work, ids)
+        cpu = self.target == "cpu"
+        got = getattr(self._tls, "scratch", None) if cpu else None
+        if got is not None and got[1].shape[0] >= size:
+            nbuf, ids = got
+        else:
+            keep = cpu and size <= SCRATCH_KEEP
+            n = max(size, 1 << 16) if keep else size
+            nbuf = allocate(xp, (n if self.mult > 1 or self.spec.nfc else 1,), np.uint8, "the normalized text")
+            ids = allocate(xp, (n,), np.int32, "the ids scratch")
+            if keep:
+                self._tls.scratch = (nbuf, ids)
+        work = getattr(self._tls, "work", None) if cpu else None
+        if work is None or work.shape[1] < wsize:
+            keep = cpu and wsize <= SCRATCH_KEEP
+            work = allocate(xp, (N_WORK_ROWS, max(wsize, 1 << 12) if keep else wsize), np.int32, "the merge scratch")
+            if keep:
+                self._tls.work = work
         return nbuf, work, ids
 
     def encode(self, texts: Any, *, add_special_tokens: bool = True, allowed_special: Specials = None,
