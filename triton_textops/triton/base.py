@@ -151,8 +151,7 @@ class TextOpsModel:
         batched = cfg.get("max_batch_size", 0) > 0
         if not has_in:
             for role, spec in cls.INPUTS.items():
-                # optional inputs (window mappings) only make sense without a batch dimension
-                if not spec.optional or not batched:
+                if not spec.optional or cls.wants_input(role, params, batched):
                     entry = {"name": names[role], "data_type": cls._data_type(spec, params),
                              "dims": cls._dims(spec, cfg, params)}
                     if spec.optional:
@@ -178,6 +177,12 @@ class TextOpsModel:
     def batchable(cls, params: dict[str, Any]) -> bool:
         """Whether the model can use a batch dimension with these parameters."""
         return True
+
+    @classmethod
+    def wants_input(cls, role: str, params: dict[str, Any], batched: bool) -> bool:
+        """Whether auto-complete should add the optional input ``role`` (default: only without a batch
+        dimension, where the optional inputs of our models, window mappings, make sense)."""
+        return not batched
 
     @classmethod
     def wants_output(cls, role: str, params: dict[str, Any]) -> bool:
@@ -389,8 +394,9 @@ class TextOpsModel:
             for group in self._launch_groups(items):
                 try:
                     outs = self.compute([item for _, item in group])
-                    for (i, _), out in zip(group, outs):
-                        responses[i] = self._respond(requests[i], out)
+                    for (i, _), out in zip(group, outs):  # an exception in place of outputs: that request's error
+                        responses[i] = io.error_response(pb, out) if isinstance(out, Exception) \
+                            else self._respond(requests[i], out)
                 except Exception as e:
                     for i, _ in group:
                         responses[i] = io.error_response(pb, e)
@@ -432,6 +438,23 @@ class TextOpsModel:
         rows = io.text_rows(io.get_tensor(self.pb, request, name), name)
         if rows.shape[0] == 0:
             raise InputError(f"input '{name}' is empty: a request needs at least one text")
+        return self._checked_texts(rows, name)
+
+    def read_text_table(self, request: Any, role: str) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+        """An optional ``[rows, n]`` BYTES input (e.g. word lists) as (uint8 buffer, offsets of the rows x n texts
+        row-major, rows, n), checked like :meth:`read_text`; None when the request does not send it."""
+        name = self.names[role]
+        t = io.get_tensor(self.pb, request, name, optional=True)
+        if t is None:
+            return None
+        arr = t.as_numpy()
+        if arr.dtype != np.object_ and arr.dtype.kind != "S":
+            raise InputError(f"input '{name}' must be TYPE_STRING (BYTES), got dtype {arr.dtype}")
+        if arr.ndim != 2:
+            raise InputError(f"input '{name}' must have shape [batch, n], got {list(arr.shape)}")
+        return (*self._checked_texts(arr.reshape(-1), name), int(arr.shape[0]), int(arr.shape[1]))
+
+    def _checked_texts(self, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
         data, offsets = pack_host(rows)
         limit = self.params["max_text_bytes"]
         if int(offsets[-1]) > limit:  # only then can a row be too long

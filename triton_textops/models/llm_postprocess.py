@@ -1,0 +1,41 @@
+"""Triton model ``llm_postprocess``: a drop-in for TensorRT-LLM's ``postprocessing`` (same tensors, same strings).
+
+model.py: ``from triton_textops.models.llm_postprocess import TritonPythonModel``. Every sequence of every request of
+an ``execute`` is decoded by one launch. Parameters: ``tokenizer_dir`` (as ``llm_preprocess``), ``skip_special_tokens``
+(default true, as TensorRT-LLM), ``streaming``: each output is the exact bytes of its tokens (no U+FFFD for a
+character split across responses, no clean-up), so a stream's outputs concatenate to the bytes of all its tokens.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from triton_textops.ops.llm import check_sequences
+from triton_textops.triton import io
+from triton_textops.triton.base import TensorSpec
+from triton_textops.triton.llm import LLM_PARAMS, LLMModel
+from triton_textops.triton.params import Param
+
+
+class TritonPythonModel(LLMModel):
+    PARAMS = [
+        *LLM_PARAMS,
+        Param("skip_special_tokens", "bool", default=True, help="drop special tokens from the text"),
+        Param("streaming", "bool", default=False,
+              help="outputs are the exact bytes of their tokens: a stream's outputs concatenate to its full text"),
+    ]
+    INPUTS = {
+        "tokens": TensorSpec("TOKENS_BATCH", "TYPE_INT32", (-1, -1)),
+        "sequence_length": TensorSpec("SEQUENCE_LENGTH", "TYPE_INT32", (-1,)),
+    }
+    OUTPUTS = {"output": TensorSpec("OUTPUT", "TYPE_STRING", (-1,))}
+
+    def read(self, request: Any) -> Any:
+        tokens, lengths = (io.get_tensor(self.pb, request, self.names[r]).as_numpy() for r in self.INPUTS)
+        check_sequences(tokens, lengths, self.tokenizer.bpe.n_ids, self.names)
+        return tokens, lengths
+
+    def compute(self, items: list[Any]) -> list[dict[str, Any]]:
+        p = self.params
+        outs = self.tokenizer.postprocess(items, skip_special_tokens=p["skip_special_tokens"], streaming=p["streaming"])
+        return [{"output": o} for o in outs]

@@ -1,0 +1,325 @@
+"""LLM pre/post-processing (TensorRT-LLM's ``preprocessing`` / ``postprocessing`` ensemble steps) on the BPE kernels.
+
+:class:`LLMTokenizer` loads a tokenizer directory (``tokenizer.json`` [+ ``tokenizer_config.json``], GPT-2's
+``vocab.json`` + ``merges.txt`` or ``encoder.json`` + ``vocab.bpe``, or a ``.tiktoken`` file with its encoding name)
+and reproduces what TensorRT-LLM's model.py computes with ``transformers.AutoTokenizer`` (4.47) on it:
+
+- :meth:`LLMTokenizer.preprocess`: every text of every request (queries, decoder queries, bad / stop words, bias
+  words) tokenized by one ``encode`` per ``add_special_tokens`` value (one launch when the tokenizer adds no
+  template tokens); ids right-padded with the tokenizer's pad id; word lists flattened into ``[2, n]`` ids + end
+  offsets padded with 0 / -1; the embedding bias summed per token id in the weights' order.
+- :meth:`LLMTokenizer.postprocess`: every sequence of every request decoded by one ``decode``; whole sequences as HF
+  decodes them (U+FFFD for invalid UTF-8, ``clean_up_tokenization_spaces`` as tokenizer_config.json sets it), or
+  with ``streaming`` the exact bytes of each sequence's tokens, so a stream's outputs concatenate to the bytes of
+  all its tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from triton_textops.errors import InputError
+from triton_textops.ops import kernels as K
+from triton_textops.ops.bpe import formats as F
+from triton_textops.ops.bpe.tokenizer import BPETokenizer
+
+Texts = tuple[np.ndarray, np.ndarray]  # host (uint8 bytes, int64 offsets n+1)
+# transformers' clean_up_tokenization, in its order (PreTrainedTokenizerBase.clean_up_tokenization, 4.47)
+CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
+            (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+WARM_UP = "Warm up: caf\u00e9 \u201cna\u00efve\u201d 123 \U0001f600 <|endoftext|>"
+
+
+@dataclass
+class Words:
+    """A request's word lists: ``rows`` x ``per_row`` texts (row-major), e.g. BAD_WORDS_DICT [batch, words]."""
+
+    texts: Texts
+    rows: int
+    per_row: int
+
+
+@dataclass
+class PreRequest:
+    """One preprocessing request, checked (:func:`check_pre_request`): ``rows`` queries and their optional inputs."""
+
+    query: Texts
+    output_len: np.ndarray
+    decoder: Texts | None = None
+    bad: Words | None = None
+    stop: Words | None = None
+    bias_words: Words | None = None
+    bias_weights: np.ndarray | None = None
+    end_id: np.ndarray | None = None
+    pad_id: np.ndarray | None = None
+
+    @property
+    def rows(self) -> int:
+        return int(self.query[1].shape[0]) - 1
+
+
+def clean_up_tokenization(text: str) -> str:
+    """transformers' ``clean_up_tokenization``: spaces before punctuation and English contractions removed."""
+    for a, b in CLEAN_UP:
+        text = text.replace(a, b)
+    return text
+
+
+def _token_name(value: Any) -> str | None:
+    """A special token of tokenizer_config.json: a string or an AddedToken dict (its ``content``)."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def load_spec(tokenizer_dir: str | os.PathLike, encoding: str | None = None) -> F.BPESpec:
+    """The BPE of a tokenizer directory (or ``.tiktoken`` file with ``encoding``), with its tokenizer_config.json."""
+    p = Path(tokenizer_dir)
+    if p.is_file() or encoding is not None:
+        if encoding is None:
+            raise ValueError(f"{p} is a file: a .tiktoken rank file needs the encoding parameter")
+        return F.read_tiktoken(p, encoding)
+    if (p / "tokenizer.json").is_file():
+        return F.read_tokenizer_json(p)
+    for enc, merges in (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe")):
+        if (p / enc).is_file() and (p / merges).is_file():
+            spec = F.read_gpt2_files(p / enc, p / merges)
+            if (p / "tokenizer_config.json").is_file():
+                spec.config = json.loads((p / "tokenizer_config.json").read_bytes())
+            return spec
+    raise ValueError(f"{p}: no tokenizer.json, vocab.json + merges.txt or encoder.json + vocab.bpe in it")
+
+
+class LLMTokenizer:
+    """A :class:`BPETokenizer` with what TensorRT-LLM's models read from AutoTokenizer: end and pad ids, the
+    vocabulary's length (of the embedding bias), the clean-up rule."""
+
+    def __init__(self, tokenizer_dir: str | os.PathLike, *, encoding: str | None = None, device: str = "cpu",
+                 gpu_min_batch: int | None = None) -> None:
+        spec = load_spec(tokenizer_dir, encoding)
+        self.bpe = BPETokenizer(spec, device=device)
+        self.gpu_min_batch = gpu_min_batch
+        cfg = spec.config
+        eos = _token_name(cfg.get("eos_token"))
+        if eos is None and (b"<|endoftext|>" in spec.vocab or "<|endoftext|>" in self.bpe.added):
+            eos = "<|endoftext|>"  # GPT2Tokenizer's and Qwen2Tokenizer's default eos_token
+        if eos is None:
+            raise ValueError(f"{tokenizer_dir}: no eos_token in tokenizer_config.json and no <|endoftext|> token: "
+                             "the end id is unknown")
+        pad = _token_name(cfg.get("pad_token")) or eos  # TensorRT-LLM: pad_token = eos_token when unset
+        self.end_id, self.pad_id = (self._first_id(t) for t in (eos, pad))
+        self.vocab_len = len(set(spec.vocab.values()) | {a.id for a in spec.added})  # len(tokenizer.vocab)
+        self.clean_up = bool(cfg.get("clean_up_tokenization_spaces", False))  # transformers 4.47's default
+        self.has_template = bool(spec.prefix or spec.suffix)
+        self.decode_sequences(np.zeros(1, np.int64), np.array([0, 1]), skip_special_tokens=True)  # compile now
+        self.encode_groups([(np.frombuffer(WARM_UP.encode(), np.uint8), np.array([0, len(WARM_UP.encode())]))],
+                           [True])
+
+    def _first_id(self, token: str) -> int:
+        """``tokenizer.encode(token, add_special_tokens=False)[0]``."""
+        ids = self.bpe.encode([token], add_special_tokens=False, allowed_special="all").tolist()[0]
+        if not ids:
+            raise ValueError(f"the special token {token!r} encodes to no ids")
+        return int(ids[0])
+
+    # --------------------------------------------------------------------------------------------- encoding
+
+    def encode_groups(self, texts: list[Texts], specials: list[bool]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Host (ids, offsets) of each text group, all groups of one ``add_special_tokens`` value in one encode."""
+        out: list[Any] = [None] * len(texts)
+        flags = [s and self.has_template for s in specials]  # without a template the flag changes nothing
+        for flag in sorted(set(flags)):
+            idx = [i for i, f in enumerate(flags) if f == flag]
+            data = np.concatenate([texts[i][0] for i in idx]) if len(idx) > 1 else texts[idx[0]][0]
+            shift = np.cumsum([0] + [texts[i][0].shape[0] for i in idx[:-1]])
+            offsets = np.concatenate([[0]] + [texts[i][1][1:] + s for i, s in zip(idx, shift)]).astype(np.int64)
+            r = self.bpe.encode((data, offsets), add_special_tokens=flag, gpu_min_batch=self.gpu_min_batch)
+            ids, off = K.to_host(r.ids, self.bpe.target), K.to_host(r.offsets, self.bpe.target)
+            start = 0
+            for i in idx:
+                n = texts[i][1].shape[0] - 1
+                o = off[start:start + n + 1]
+                out[i] = (ids[o[0]:o[-1]], o - o[0])
+                start += n
+        return out
+
+    def preprocess(self, requests: list[PreRequest], add_special_tokens: bool,
+                   bias_dtype: Any = np.float32) -> list[dict[str, Any]]:
+        """TensorRT-LLM preprocessing outputs (role -> array) of each checked request; an :class:`InputError`
+        in place of the outputs of a request whose bias words give ids beyond the vocabulary's length."""
+        texts: list[Texts] = []
+        specials: list[bool] = []
+        slots: list[dict[str, int]] = []
+        for r in requests:
+            slot = {}
+            for key, t, s in (("query", r.query, add_special_tokens), ("decoder", r.decoder, add_special_tokens),
+                              ("bad", r.bad, False), ("stop", r.stop, False), ("bias", r.bias_words, True)):
+                if t is not None and not (key == "bias" and r.bias_weights is None):
+                    slot[key] = len(texts)
+                    texts.append(t.texts if isinstance(t, Words) else t)
+                    specials.append(s)
+            slots.append(slot)
+        enc = self.encode_groups(texts, specials) if texts else []
+        out: list[dict[str, Any]] = []
+        for r, slot in zip(requests, slots):
+            n = r.rows
+            end = r.end_id if r.end_id is not None else np.full((n, 1), self.end_id)
+            pad = r.pad_id if r.pad_id is not None else np.full((n, 1), self.pad_id)
+            ids, lens = pad_rows(*enc[slot["query"]], self.pad_id)
+            res = {"input_id": ids, "request_input_len": lens, "request_output_len": r.output_len,
+                   "out_end_id": np.asarray(end, dtype=np.int32), "out_pad_id": np.asarray(pad, dtype=np.int32)}
+            if "decoder" in slot:
+                res["decoder_input_id"], res["request_decoder_input_len"] = pad_rows(*enc[slot["decoder"]], self.pad_id)
+            else:
+                res["decoder_input_id"] = np.asarray(pad, dtype=np.int32).reshape(n, 1)
+                res["request_decoder_input_len"] = np.ones((n, 1), dtype=np.int32)
+            for role, key in (("bad_words_ids", "bad"), ("stop_words_ids", "stop")):
+                words = getattr(r, key)
+                res[role] = word_list(*enc[slot[key]], words.rows, words.per_row) if key in slot \
+                    else np.empty((n, 2, 0), dtype=np.int32)
+            try:
+                res["embedding_bias"] = embedding_bias(*enc[slot["bias"]], r.bias_weights, self.vocab_len) \
+                    if "bias" in slot else np.empty((n, 0), dtype=bias_dtype)
+            except InputError as e:
+                out.append(e)  # type: ignore[arg-type]
+                continue
+            out.append(res)
+        return out
+
+    # --------------------------------------------------------------------------------------------- decoding
+
+    def decode_sequences(self, ids: np.ndarray, offsets: np.ndarray, *, skip_special_tokens: bool,
+                         streaming: bool = False) -> list[bytes]:
+        """UTF-8 of each sequence: HF's ``batch_decode`` (U+FFFD for invalid bytes, the clean-up rule), or with
+        ``streaming`` the exact bytes of its tokens."""
+        raw = self.bpe.decode(ids, offsets, skip_special_tokens=skip_special_tokens)
+        if streaming:
+            return raw  # type: ignore[return-value]
+        texts = [b.decode("utf-8", "replace") for b in raw]  # type: ignore[union-attr]
+        if self.clean_up:
+            texts = [clean_up_tokenization(t) for t in texts]
+        return [t.encode("utf-8") for t in texts]
+
+    def postprocess(self, requests: list[tuple[np.ndarray, np.ndarray]], *, skip_special_tokens: bool,
+                    streaming: bool = False) -> list[np.ndarray]:
+        """OUTPUT of each checked request (TOKENS_BATCH [batch, beams, tokens], SEQUENCE_LENGTH [batch, beams]):
+        a 1-D object array of batch x beams texts, every sequence of every request decoded by one call."""
+        parts, counts = [], []
+        for tokens, lengths in requests:
+            ids, off = sequences(tokens, lengths)
+            parts.append((ids, off))
+            counts.append(off.shape[0] - 1)
+        ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+        shift = np.cumsum([0] + [p[0].shape[0] for p in parts[:-1]])
+        offsets = np.concatenate([[0]] + [p[1][1:] + s for p, s in zip(parts, shift)]).astype(np.int64)
+        texts = self.decode_sequences(ids, offsets, skip_special_tokens=skip_special_tokens, streaming=streaming)
+        out, start = [], 0
+        for c in counts:
+            arr = np.empty(c, dtype=np.object_)
+            arr[:] = texts[start:start + c]
+            out.append(arr)
+            start += c
+        return out
+
+
+# ------------------------------------------------------------------------------------------- pure steps
+
+
+def pad_rows(ids: np.ndarray, offsets: np.ndarray, pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ragged ids as ``[rows, longest]`` int32 right-padded with ``pad_id``, and the lengths ``[rows, 1]``."""
+    lens = np.diff(offsets)
+    n = lens.shape[0]
+    width = int(lens.max()) if n else 0
+    out = np.full((n, width), pad_id, dtype=np.int32)
+    out[np.arange(width)[None, :] < lens[:, None]] = ids
+    return out, lens.astype(np.int32).reshape(n, 1)
+
+
+def word_list(ids: np.ndarray, offsets: np.ndarray, rows: int, per_row: int) -> np.ndarray:
+    """TensorRT-LLM's ``_to_word_list_format``: per row, the ids of its words (those that give ids) one after the
+    other and their cumulative end offsets, ``[rows, 2, width]`` int32, ids padded with 0 and offsets with -1;
+    width = the longest row's ids, at least 1."""
+    lens = np.diff(offsets).reshape(rows, per_row)
+    row_len = lens.sum(axis=1)
+    width = max(1, int(row_len.max()) if rows else 0)
+    out = np.zeros((rows, 2, width), dtype=np.int32)
+    out[:, 1, :] = -1
+    out[:, 0, :][np.arange(width)[None, :] < row_len[:, None]] = ids
+    kept = lens > 0
+    pos = np.cumsum(kept, axis=1) - 1
+    r, _ = np.nonzero(kept)
+    out[r, 1, pos[kept]] = np.cumsum(lens, axis=1)[kept]
+    return out
+
+
+def embedding_bias(ids: np.ndarray, offsets: np.ndarray, weights: np.ndarray, vocab_len: int) -> np.ndarray:
+    """TensorRT-LLM's ``_get_embedding_bias``: ``[rows, vocab_len]`` of the weights' dtype, each word's weight added
+    once per id of its encoding, in order (words [rows, n] flattened row-major, as ``weights``)."""
+    rows = weights.shape[0]
+    lens = np.diff(offsets)
+    if ids.size and int(ids.max()) >= vocab_len:
+        raise InputError(f"a bias word gives token id {int(ids.max())}, beyond the vocabulary's {vocab_len} ids")
+    out = np.zeros((rows, vocab_len), dtype=weights.dtype)
+    row_of = np.repeat(np.repeat(np.arange(rows), weights.shape[1]), lens)
+    np.add.at(out, (row_of, ids), np.repeat(weights.reshape(-1), lens))
+    return out
+
+
+def sequences(tokens: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Flat ids and offsets of every ``tokens[b, beam, :lengths[b, beam]]`` (lengths past the end clipped)."""
+    t = tokens.shape[2]
+    lens = np.minimum(lengths.reshape(-1).astype(np.int64), t)
+    flat = tokens.reshape(-1, t)
+    ids = flat[np.arange(t)[None, :] < lens[:, None]].astype(np.int64)
+    off = np.zeros(lens.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lens, out=off[1:])
+    return ids, off
+
+
+def check_pre_request(r: PreRequest, names: dict[str, str]) -> PreRequest:
+    """Shapes and values of one request checked (an :class:`InputError` naming the config's tensor)."""
+    n = r.rows
+    for key, arr in (("output_len", r.output_len), ("end_id", r.end_id), ("pad_id", r.pad_id)):
+        if arr is None:
+            continue
+        if arr.dtype.kind not in "iu" or arr.shape[0] != n or arr.size != n:
+            raise InputError(f"input '{names[key]}' must be {n} integer(s), one per query row, got {arr.dtype} "
+                             f"{list(arr.shape)}")
+    if (r.output_len < 0).any():
+        raise InputError(f"input '{names['output_len']}' is negative ({int(r.output_len.min())})")
+    for key in ("decoder", "bad", "stop", "bias_words"):
+        t = getattr(r, key)
+        got = t.rows if isinstance(t, Words) else (t[1].shape[0] - 1 if t is not None else n)
+        if got != n:
+            raise InputError(f"input '{names[key]}' has {got} row(s), '{names['query']}' {n}")
+    w = r.bias_weights
+    if w is not None:
+        if w.dtype.kind != "f" or w.ndim != 2 or w.shape[0] != n:
+            raise InputError(f"input '{names['bias_weights']}' must be float [{n}, words], got {w.dtype} {list(w.shape)}")
+        if r.bias_words is not None and (r.bias_words.rows, r.bias_words.per_row) != w.shape:
+            raise InputError(f"input '{names['bias_weights']}' has shape {list(w.shape)}, '{names['bias_words']}' "
+                             f"[{r.bias_words.rows}, {r.bias_words.per_row}]: one weight per word")
+    return r
+
+
+def check_sequences(tokens: np.ndarray, lengths: np.ndarray, n_ids: int, names: dict[str, str]) -> None:
+    """TOKENS_BATCH [batch, beams, tokens] and SEQUENCE_LENGTH [batch, beams] checked: integer, matching shapes,
+    lengths >= 0, the ids used inside the vocabulary."""
+    tn, ln = names["tokens"], names["sequence_length"]
+    if tokens.dtype.kind not in "iu" or tokens.ndim != 3:
+        raise InputError(f"input '{tn}' must be integer [batch, beams, tokens], got {tokens.dtype} {list(tokens.shape)}")
+    if lengths.dtype.kind not in "iu" or lengths.shape != tokens.shape[:2]:
+        raise InputError(f"input '{ln}' must be integer [batch, beams] = {list(tokens.shape[:2])}, got "
+                         f"{lengths.dtype} {list(lengths.shape)}")
+    if (lengths < 0).any():
+        raise InputError(f"input '{ln}' is negative ({int(lengths.min())})")
+    ids, _ = sequences(tokens, lengths)
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n_ids):
+        bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+        raise InputError(f"input '{tn}': token {bad} is not an id of the vocabulary (0 .. {n_ids - 1})")

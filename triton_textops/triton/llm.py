@@ -1,0 +1,77 @@
+"""Shared glue of the LLM models (``llm_preprocess``, ``llm_postprocess``): their parameters, the tokenizer they
+load, and TensorRT-LLM's multimodal tensors refused at load (multimodal preprocessing is out of scope)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from triton_textops.errors import ConfigError
+from triton_textops.ops.bpe.formats import ENCODINGS
+from triton_textops.ops.llm import LLMTokenizer
+from triton_textops.triton.base import TextOpsModel
+from triton_textops.triton.params import Param
+
+LLM_PARAMS = [
+    Param("tokenizer_dir", "path", help="tokenizer.json [+ tokenizer_config.json], GPT-2's vocab.json + merges.txt "
+          "or encoder.json + vocab.bpe, or a .tiktoken file (with encoding)"),
+    Param("encoding", "choice", default=None, choices=tuple(ENCODINGS),
+          help="the encoding of a .tiktoken tokenizer_dir (its pattern and special tokens)"),
+]
+ADD_SPECIAL_TOKENS = Param("add_special_tokens", "bool", default=True,
+                           help="the tokenizer's template tokens (e.g. Llama-3's BOS) around each query")
+_UNSET = ("", "${multimodal_model_path}")  # TensorRT-LLM's model.py reads both as "no multimodal model"
+TRTLLM_MULTIMODAL_PARAMS = [
+    Param("multimodal_model_path", "str", default="", help="TensorRT-LLM's; must be empty (multimodal is out of scope)",
+          check=lambda v: None if v.strip() in _UNSET else "multimodal preprocessing is out of scope of this model: "
+          "use TensorRT-LLM's preprocessing model.py for multimodal models"),
+    Param("gpt_model_path", "str", default="", help="TensorRT-LLM's (read for multimodal models only): unused"),
+    Param("max_num_images", "str", default="", help="TensorRT-LLM's (multimodal models only): unused"),
+]
+MULTIMODAL_TENSORS = frozenset({
+    "IMAGE_BYTES", "IMAGE_URL", "VIDEO_BYTES", "PROMPT_TABLE_EXTRA_ID", "OUT_PROMPT_TABLE_EXTRA_IDS", "PIXEL_VALUES",
+    "ASPECT_RATIO_IDS", "ASPECT_RATIO_MASK", "CROSS_ATTENTION_MASK", "IMAGE_SIZES", "IS_VIDEO_INPUT",
+    "ATTENTION_MASK", "IMAGE_GRID_THW", "VISION_INPUT_ID",
+})
+
+
+class LLMModel(TextOpsModel):
+    """TextOpsModel with an :class:`LLMTokenizer`; auto-complete writes every tensor of TensorRT-LLM's config."""
+
+    @classmethod
+    def wants_input(cls, role: str, params: dict[str, Any], batched: bool) -> bool:
+        return True
+
+    @classmethod
+    def wants_output(cls, role: str, params: dict[str, Any]) -> bool:
+        return True
+
+    @classmethod
+    def bind_config(cls, cfg: dict, params: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+        ours = set(names.values())
+        found = [t["name"] for kind in ("input", "output") for t in cfg.get(kind) or []
+                 if t["name"] in MULTIMODAL_TENSORS and t["name"] not in ours]
+        if found:
+            raise ConfigError(
+                f"model '{cfg.get('name', '?')}': {', '.join(repr(n) for n in found)}: TensorRT-LLM's multimodal "
+                "tensors are out of scope of this model (text only): remove them from the config, or use TensorRT-LLM's "
+                "own model.py for multimodal models")
+        return super().bind_config(cfg, params, names)
+
+    def setup(self) -> None:
+        p = self.params
+        try:
+            self.tokenizer = LLMTokenizer(p["tokenizer_dir"], encoding=p["encoding"], device=self.device,
+                                          gpu_min_batch=p["gpu_min_batch"])
+        except (ValueError, FileNotFoundError) as e:
+            raise ConfigError(f"model '{self.model_config.get('name', '?')}': tokenizer_dir: {e}") from None
+
+    def model_config_dtype(self, role: str) -> Any:
+        """NumPy dtype of the config tensor playing ``role`` (the spec's type when the config leaves it out)."""
+        name = self.names[role]
+        for t in self.model_config.get("input", []) + self.model_config.get("output", []):
+            if t["name"] == name:
+                return self.pb.triton_string_to_numpy(t["data_type"])
+        spec = {**self.INPUTS, **self.OUTPUTS}[role]
+        return self.pb.triton_string_to_numpy(spec.data_type) if spec.data_type != "TYPE_STRING" else np.object_
