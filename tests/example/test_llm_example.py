@@ -38,7 +38,7 @@ def test_repository_is_tensorrt_llms_ensemble_wired_through_the_generator(repo: 
     cfgs = {m: load_config(repo / m / "config.pbtxt") for m in llm.MODELS}
     assert sorted(p.name for p in repo.iterdir()) == sorted(llm.MODELS)
     ens = cfgs[llm.ENSEMBLE]
-    assert ens.platform == "ensemble" and [i.name for i in ens.input][:2] == ["text_input", "max_tokens"]
+    assert ens.platform == "ensemble" and [i.name for i in ens.input][:3] == ["text_input", "decoder_text_input", "max_tokens"]
     assert [o.name for o in ens.output] == ["text_output"]
     assert cfgs[llm.GENERATOR].model_transaction_policy.decoupled
     assert (repo / "generator" / "1" / "model.py").read_text() == llm.GENERATOR_SOURCE.read_text()

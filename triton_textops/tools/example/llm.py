@@ -11,7 +11,8 @@ unchanged:
   of random sizes (seeded), so the text a client must get is known without a model;
 * ``postprocessing``: our ``llm_postprocess`` with ``streaming: true``: each chunk's output is the exact bytes of
   its tokens, so a stream's outputs concatenate to the exact text even where a character is split across chunks;
-* ``ensemble``: TensorRT-LLM's ensemble (``text_input``, ``max_tokens``, ``bad_words``, ``stop_words``,
+* ``ensemble``: TensorRT-LLM's ensemble (``text_input``, ``decoder_text_input``, ``max_tokens``, ``bad_words``,
+  ``stop_words``,
   ``end_id``, ``pad_id``, ``embedding_bias_words``, ``embedding_bias_weights``, ``stream`` → ``text_output``).
   Streaming needs gRPC's streaming API (``stream=True``); Triton runs the postprocessing step once per chunk.
 
@@ -47,37 +48,44 @@ TOKENIZER_DIR = "tokenizer"  # the tokenizer files, copied into each of the two 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
 S, I32, F32, BOOL = "TYPE_STRING", "TYPE_INT32", "TYPE_FP32", "TYPE_BOOL"
-# (name, data type, dims, optional): TensorRT-LLM's preprocessing/config.pbtxt, without decoder/multimodal tensors
-PRE_INPUTS = [("QUERY", S, [1], False), ("REQUEST_OUTPUT_LEN", I32, [1], False), ("BAD_WORDS_DICT", S, [-1], True),
+# (name, data type, dims, optional): TensorRT-LLM's preprocessing/config.pbtxt, without the multimodal tensors
+PRE_INPUTS = [("QUERY", S, [1], False), ("DECODER_QUERY", S, [1], True), ("REQUEST_OUTPUT_LEN", I32, [1], False),
+              ("BAD_WORDS_DICT", S, [-1], True),
               ("STOP_WORDS_DICT", S, [-1], True), ("EMBEDDING_BIAS_WORDS", S, [-1], True),
               ("EMBEDDING_BIAS_WEIGHTS", F32, [-1], True), ("END_ID", I32, [1], True), ("PAD_ID", I32, [1], True)]
-PRE_OUTPUTS = [("INPUT_ID", I32, [-1]), ("REQUEST_INPUT_LEN", I32, [1]), ("BAD_WORDS_IDS", I32, [2, -1]),
+PRE_OUTPUTS = [("INPUT_ID", I32, [-1]), ("REQUEST_INPUT_LEN", I32, [1]), ("DECODER_INPUT_ID", I32, [-1]),
+               ("REQUEST_DECODER_INPUT_LEN", I32, [1]), ("BAD_WORDS_IDS", I32, [2, -1]),
                ("STOP_WORDS_IDS", I32, [2, -1]), ("EMBEDDING_BIAS", F32, [-1]), ("REQUEST_OUTPUT_LEN", I32, [-1]),
                ("OUT_END_ID", I32, [1]), ("OUT_PAD_ID", I32, [1])]
 # tensorrt_llm's tensors that the pipeline feeds (its config.pbtxt): name, type, dims, optional
 GEN_INPUTS = [("input_ids", I32, [-1], False), ("input_lengths", I32, [1], False),
-              ("request_output_len", I32, [1], False), ("end_id", I32, [1], True), ("pad_id", I32, [1], True),
+              ("request_output_len", I32, [1], False), ("decoder_input_ids", I32, [-1], True),
+              ("decoder_input_lengths", I32, [1], True), ("end_id", I32, [1], True), ("pad_id", I32, [1], True),
               ("stop_words_list", I32, [2, -1], True), ("bad_words_list", I32, [2, -1], True),
               ("embedding_bias", F32, [-1], True), ("streaming", BOOL, [1], True)]
 GEN_OUTPUTS = [("output_ids", I32, [-1, -1]), ("sequence_length", I32, [-1])]
 POST_INPUTS = [("TOKENS_BATCH", I32, [-1, -1], False), ("SEQUENCE_LENGTH", I32, [-1], False)]
 POST_OUTPUTS = [("OUTPUT", S, [-1])]
 # TensorRT-LLM's ensemble tensors (those of the pieces above): name, type, dims, optional
-ENSEMBLE_INPUTS = [("text_input", S, [1], False), ("max_tokens", I32, [1], False), ("bad_words", S, [-1], True),
+ENSEMBLE_INPUTS = [("text_input", S, [1], False), ("decoder_text_input", S, [1], True),
+                   ("max_tokens", I32, [1], False), ("bad_words", S, [-1], True),
                    ("stop_words", S, [-1], True), ("end_id", I32, [1], True), ("pad_id", I32, [1], True),
                    ("embedding_bias_words", S, [-1], True), ("embedding_bias_weights", F32, [-1], True),
                    ("stream", BOOL, [1], True)]
 STEPS = [
     (PREPROCESS,
-     {"QUERY": "text_input", "REQUEST_OUTPUT_LEN": "max_tokens", "BAD_WORDS_DICT": "bad_words",
+     {"QUERY": "text_input", "DECODER_QUERY": "decoder_text_input", "REQUEST_OUTPUT_LEN": "max_tokens",
+      "BAD_WORDS_DICT": "bad_words",
       "STOP_WORDS_DICT": "stop_words", "EMBEDDING_BIAS_WORDS": "embedding_bias_words",
       "EMBEDDING_BIAS_WEIGHTS": "embedding_bias_weights", "END_ID": "end_id", "PAD_ID": "pad_id"},
-     {"INPUT_ID": "_INPUT_ID", "REQUEST_INPUT_LEN": "_REQUEST_INPUT_LEN", "BAD_WORDS_IDS": "_BAD_WORDS_IDS",
+     {"INPUT_ID": "_INPUT_ID", "REQUEST_INPUT_LEN": "_REQUEST_INPUT_LEN", "DECODER_INPUT_ID": "_DECODER_INPUT_ID",
+      "REQUEST_DECODER_INPUT_LEN": "_REQUEST_DECODER_INPUT_LEN", "BAD_WORDS_IDS": "_BAD_WORDS_IDS",
       "STOP_WORDS_IDS": "_STOP_WORDS_IDS", "EMBEDDING_BIAS": "_EMBEDDING_BIAS",
       "REQUEST_OUTPUT_LEN": "_REQUEST_OUTPUT_LEN", "OUT_END_ID": "_PREPROCESSOR_END_ID",
       "OUT_PAD_ID": "_PREPROCESSOR_PAD_ID"}),
     (GENERATOR,
      {"input_ids": "_INPUT_ID", "input_lengths": "_REQUEST_INPUT_LEN", "request_output_len": "_REQUEST_OUTPUT_LEN",
+      "decoder_input_ids": "_DECODER_INPUT_ID", "decoder_input_lengths": "_REQUEST_DECODER_INPUT_LEN",
       "end_id": "_PREPROCESSOR_END_ID", "pad_id": "_PREPROCESSOR_PAD_ID", "stop_words_list": "_STOP_WORDS_IDS",
       "bad_words_list": "_BAD_WORDS_IDS", "embedding_bias": "_EMBEDDING_BIAS", "streaming": "stream"},
      {"output_ids": "_TOKENS_BATCH", "sequence_length": "_SEQUENCE_LENGTH"}),
