@@ -76,6 +76,10 @@ def test_cli_refuses_what_it_cannot_copy(tmp_path: Path, capsys: pytest.CaptureF
                  "--max-chunk-tokens", "0"]) == 2
     assert "max_chunk_tokens" in capsys.readouterr().err
     assert not (tmp_path / "a").exists()
+    # a directory with GPT-2's files: those two are copied, nothing else of it
+    assert main(["example", "llm", str(tmp_path / "b"), "--tokenizer", str(BPE)]) == 0
+    assert sorted(p.name for p in (tmp_path / "b" / "preprocessing" / "tokenizer").iterdir()) == \
+        ["encoder.json", "vocab.bpe"]
 
 
 def _request(ids: list[int], out_len: int, streaming: bool | None = True) -> dict[str, np.ndarray]:

@@ -44,8 +44,10 @@ ENSEMBLE, PREPROCESS, GENERATOR, POSTPROCESS = "ensemble", "preprocessing", "gen
 MODELS = (PREPROCESS, GENERATOR, POSTPROCESS, ENSEMBLE)
 GENERATOR_SOURCE = Path(__file__).with_name("llm_generator.py")
 TOKENIZER_DIR = "tokenizer"  # the tokenizer files, copied into each of the two models' directories
-# the files a tokenizer directory may hold that llm_preprocess / llm_postprocess read
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+# the files of a tokenizer directory that llm_preprocess / llm_postprocess read: one of the vocabulary sets, and
+# tokenizer_config.json / special_tokens_map.json when present
+VOCAB_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe"))
+TOKENIZER_FILES = (*{n for names in VOCAB_FILES for n in names}, "tokenizer_config.json", "special_tokens_map.json")
 
 S, I32, F32, BOOL = "TYPE_STRING", "TYPE_INT32", "TYPE_FP32", "TYPE_BOOL"
 # (name, data type, dims, optional): TensorRT-LLM's preprocessing/config.pbtxt, without the multimodal tensors
@@ -116,6 +118,25 @@ def _config(name: str, max_batch_size: int, inputs: list[tuple[str, str, list[in
     return cfg
 
 
+def preprocessing_config(name: str, tokenizer_dir: str, *, max_batch_size: int, instances: int = 1,
+                         delay_us: int = DEFAULT_QUEUE_DELAY_US, params: Mapping[str, str] | None = None) -> Any:
+    """``llm_preprocess``'s config with the tensors of TensorRT-LLM's ``preprocessing`` (KIND_CPU, dynamic
+    batching); TensorRT-LLM's own model.py loads it too once its multimodal outputs are added."""
+    cfg = _config(name, max_batch_size, PRE_INPUTS, PRE_OUTPUTS, instances=instances, delay_us=delay_us)
+    for key, value in {"tokenizer_dir": tokenizer_dir, **(params or {})}.items():
+        _param(cfg, key, str(value))
+    return cfg
+
+
+def postprocessing_config(name: str, tokenizer_dir: str, *, max_batch_size: int, instances: int = 1,
+                          delay_us: int = DEFAULT_QUEUE_DELAY_US, params: Mapping[str, str] | None = None) -> Any:
+    """``llm_postprocess``'s config with the tensors of TensorRT-LLM's ``postprocessing``."""
+    cfg = _config(name, max_batch_size, POST_INPUTS, POST_OUTPUTS, instances=instances, delay_us=delay_us)
+    for key, value in {"tokenizer_dir": tokenizer_dir, **(params or {})}.items():
+        _param(cfg, key, str(value))
+    return cfg
+
+
 def _tokenizer_copies(tokenizer: Path) -> tuple[dict[str, Path], str]:
     """Files to copy into a model directory, and the ``tokenizer_dir`` value that names them there."""
     if tokenizer.is_file():
@@ -124,9 +145,10 @@ def _tokenizer_copies(tokenizer: Path) -> tuple[dict[str, Path], str]:
         return {f"{TOKENIZER_DIR}/{tokenizer.name}": tokenizer}, f"{TOKENIZER_DIR}/{tokenizer.name}"
     if not tokenizer.is_dir():
         raise RepositoryError(f"tokenizer: not found: {tokenizer}")
-    files = {f"{TOKENIZER_DIR}/{n}": tokenizer / n for n in TOKENIZER_FILES if (tokenizer / n).is_file()}
-    if f"{TOKENIZER_DIR}/tokenizer.json" not in files:
-        raise RepositoryError(f"tokenizer: {tokenizer} has no tokenizer.json")
+    files = {f"{TOKENIZER_DIR}/{n}": tokenizer / n for n in sorted(TOKENIZER_FILES) if (tokenizer / n).is_file()}
+    if not any(all((tokenizer / n).is_file() for n in names) for names in VOCAB_FILES):
+        raise RepositoryError(f"tokenizer: {tokenizer} has no tokenizer.json (nor GPT-2's vocab.json + merges.txt or "
+                              "encoder.json + vocab.bpe)")
     return files, TOKENIZER_DIR
 
 
@@ -157,16 +179,13 @@ def plan_llm_repository(
     plan = RepositoryPlan(configs={}, python_models=[PREPROCESS, GENERATOR, POSTPROCESS])
     common = {"instances": instances, "delay_us": max_queue_delay_us}
 
-    pre = _config(PREPROCESS, max_batch_size, PRE_INPUTS, PRE_OUTPUTS, **common)
-    post = _config(POSTPROCESS, max_batch_size, POST_INPUTS, POST_OUTPUTS, **common)
+    tok_dir = f"$$TRITON_MODEL_DIRECTORY/{tok_value}"
+    pre = preprocessing_config(PREPROCESS, tok_dir, max_batch_size=max_batch_size, params=tokenizer_params, **common)
+    post = postprocessing_config(POSTPROCESS, tok_dir, max_batch_size=max_batch_size, **common, params={
+        **(tokenizer_params or {}), "skip_special_tokens": "true", "streaming": "true"})
     for cfg, module in ((pre, "llm_preprocess"), (post, "llm_postprocess")):
-        _param(cfg, "tokenizer_dir", f"$$TRITON_MODEL_DIRECTORY/{tok_value}")
-        for key, value in (tokenizer_params or {}).items():
-            _param(cfg, key, str(value))
         plan.files[f"{cfg.name}/1/model.py"] = _one_line_model(f"triton_textops.models.{module}")
         plan.copies.update({f"{cfg.name}/{rel}": src for rel, src in copies.items()})
-    _param(post, "streaming", "true")
-    _param(post, "skip_special_tokens", "true")
 
     gen = _config(GENERATOR, max_batch_size, GEN_INPUTS, GEN_OUTPUTS, ragged=True, **common)
     gen.model_transaction_policy.decoupled = True
