@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import bpe_oracles as O
-from model_dirs import write_model
 
 from triton_textops.ops.bpe import formats as F
+from triton_textops.triton import config as C
+from triton_textops.triton.llm import MULTIMODAL_TENSORS
 
 QWEN2_ADDED = [{"id": 151643 + i, "content": c} for i, c in enumerate(["<|endoftext|>", "<|im_start|>", "<|im_end|>"])]
 # tokenizer_config.json of each style: the fields AutoTokenizer and TensorRT-LLM's model.py read
@@ -45,77 +47,71 @@ def write_tokenizer_dir(root: Path, style: str) -> Path:
     return d
 
 
-# our models' configs: TensorRT-LLM's preprocessing / postprocessing config.pbtxt (text tensors), filled in
-PRE_CONFIG = """
-max_batch_size: 16
-dynamic_batching { }
-input [
-  { name: "QUERY" data_type: TYPE_STRING dims: [ 1 ] },
-  { name: "DECODER_QUERY" data_type: TYPE_STRING dims: [ 1 ] optional: true },
-  { name: "REQUEST_OUTPUT_LEN" data_type: TYPE_INT32 dims: [ 1 ] },
-  { name: "BAD_WORDS_DICT" data_type: TYPE_STRING dims: [ -1 ] optional: true },
-  { name: "STOP_WORDS_DICT" data_type: TYPE_STRING dims: [ -1 ] optional: true },
-  { name: "EMBEDDING_BIAS_WORDS" data_type: TYPE_STRING dims: [ -1 ] optional: true },
-  { name: "EMBEDDING_BIAS_WEIGHTS" data_type: TYPE_FP32 dims: [ -1 ] optional: true },
-  { name: "END_ID" data_type: TYPE_INT32 dims: [ 1 ] optional: true },
-  { name: "PAD_ID" data_type: TYPE_INT32 dims: [ 1 ] optional: true }
-]
-output [
-  { name: "INPUT_ID" data_type: TYPE_INT32 dims: [ -1 ] },
-  { name: "REQUEST_INPUT_LEN" data_type: TYPE_INT32 dims: [ 1 ] },
-  { name: "DECODER_INPUT_ID" data_type: TYPE_INT32 dims: [ -1 ] },
-  { name: "REQUEST_DECODER_INPUT_LEN" data_type: TYPE_INT32 dims: [ 1 ] },
-  { name: "BAD_WORDS_IDS" data_type: TYPE_INT32 dims: [ 2, -1 ] },
-  { name: "STOP_WORDS_IDS" data_type: TYPE_INT32 dims: [ 2, -1 ] },
-  { name: "EMBEDDING_BIAS" data_type: TYPE_FP32 dims: [ -1 ] },
-  { name: "REQUEST_OUTPUT_LEN" data_type: TYPE_INT32 dims: [ -1 ] },
-  { name: "OUT_END_ID" data_type: TYPE_INT32 dims: [ 1 ] },
-  { name: "OUT_PAD_ID" data_type: TYPE_INT32 dims: [ 1 ] }
-]
-parameters { key: "tokenizer_dir" value: { string_value: "TOKENIZER_DIR" } }
-parameters { key: "add_special_tokens" value: { string_value: "ADD_SPECIAL_TOKENS" } }
-parameters { key: "multimodal_model_path" value: { string_value: "" } }
-parameters { key: "gpt_model_path" value: { string_value: "" } }
-instance_group [ { count: 1 kind: KIND_CPU } ]
-"""
-POST_CONFIG = """
-max_batch_size: 16
-dynamic_batching { }
-input [
-  { name: "TOKENS_BATCH" data_type: TYPE_INT32 dims: [ -1, -1 ] },
-  { name: "SEQUENCE_LENGTH" data_type: TYPE_INT32 dims: [ -1 ] }
-]
-output [ { name: "OUTPUT" data_type: TYPE_STRING dims: [ -1 ] } ]
-parameters { key: "tokenizer_dir" value: { string_value: "TOKENIZER_DIR" } }
-parameters { key: "skip_special_tokens" value: { string_value: "SKIP_SPECIAL_TOKENS" } }
-instance_group [ { count: 1 kind: KIND_CPU } ]
-"""
-# TensorRT-LLM's preprocessing model.py looks these outputs' data types up in initialize (multimodal ones: ours
-# refuses them); its config declares them, so the reference's config keeps them
-REF_PRE_EXTRA_OUTPUTS = """
-output [
-  { name: "OUT_PROMPT_TABLE_EXTRA_IDS" data_type: TYPE_UINT64 dims: [ -1 ] },
-  { name: "PIXEL_VALUES" data_type: TYPE_FP16 dims: [ -1, -1, -1, -1 ] },
-  { name: "IMAGE_SIZES" data_type: TYPE_INT64 dims: [ 2 ] }
-]
-"""
+REF = Path(__file__).parent / "models" / "trtllm_ref"  # TensorRT-LLM's model.py and config.pbtxt (PROVENANCE.md)
+# values for the ${...} of TensorRT-LLM's config templates (their tools/fill_template.py fills them the same way)
+FILL = {"triton_max_batch_size": "16", "max_queue_delay_microseconds": "0", "max_queue_size": "0",
+        "preprocessing_instance_count": "1", "postprocessing_instance_count": "1", "multimodal_model_path": "",
+        "engine_dir": "", "max_num_images": ""}
+MULTIMODAL_INPUTS = ("IMAGE_BYTES", "IMAGE_URL", "VIDEO_BYTES", "PROMPT_TABLE_EXTRA_ID")
 
 
-def pre_config(tokenizer_dir: Path, add_special_tokens: bool = True) -> str:
-    return PRE_CONFIG.replace("TOKENIZER_DIR", str(tokenizer_dir)).replace(
-        "ADD_SPECIAL_TOKENS", str(add_special_tokens).lower())
+def trtllm_config(kind: str, name: str, *, drop_inputs: bool = True, drop_outputs: bool = True,
+                  **values: str) -> Any:
+    """TensorRT-LLM's ``preprocessing`` / ``postprocessing`` config.pbtxt filled in (``values`` over :data:`FILL`),
+    as a ModelConfig named ``name``, its multimodal inputs (``drop_inputs``) and outputs (``drop_outputs``) removed."""
+    text = (REF / kind / "config.pbtxt").read_text()
+    for key, value in {**FILL, **values}.items():
+        text = text.replace("${" + key + "}", value)
+    cfg = C.parse_config_text(text, f"{kind}/config.pbtxt")
+    cfg.name = name
+    keep_in = [t for t in cfg.input if not (drop_inputs and t.name in MULTIMODAL_INPUTS)]
+    keep_out = [t for t in cfg.output if not (drop_outputs and t.name in MULTIMODAL_TENSORS)]
+    del cfg.input[:], cfg.output[:]
+    cfg.input.extend(keep_in)
+    cfg.output.extend(keep_out)
+    return cfg
 
 
-def post_config(tokenizer_dir: Path, skip_special_tokens: bool = True, streaming: bool = False) -> str:
-    text = POST_CONFIG.replace("TOKENIZER_DIR", str(tokenizer_dir)).replace(
-        "SKIP_SPECIAL_TOKENS", str(skip_special_tokens).lower())
-    return text + ('parameters { key: "streaming" value: { string_value: "true" } }\n' if streaming else "")
+def write_config_dir(root: Path, name: str, cfg: Any, model_py: str) -> Path:
+    """``root/name`` with ``cfg`` as config.pbtxt and ``model_py`` as 1/model.py."""
+    d = root / name
+    (d / "1").mkdir(parents=True, exist_ok=True)
+    (d / "1" / "model.py").write_text(model_py)
+    C.write_config(cfg, d / "config.pbtxt")
+    return d
+
+
+def one_line(module: str) -> str:
+    return f"from triton_textops.models.{module} import TritonPythonModel  # noqa: F401\n"
 
 
 def write_llm_models(root: Path, tokenizer_dir: Path, *, name: str = "", add_special_tokens: bool = True,
-                     skip_special_tokens: bool = True, streaming: bool = False) -> tuple[Path, Path]:
-    """``llm_preprocess`` and ``llm_postprocess`` model directories (one-line model.py) on ``tokenizer_dir``."""
-    pre = write_model(root, f"preprocessing{name}", "llm_preprocess", pre_config(tokenizer_dir, add_special_tokens))
-    post = write_model(root, f"postprocessing{name}", "llm_postprocess",
-                       post_config(tokenizer_dir, skip_special_tokens, streaming))
+                     skip_special_tokens: bool = True, streaming: bool = False,
+                     encoding: str | None = None) -> tuple[Path, Path]:
+    """``llm_preprocess`` and ``llm_postprocess`` model directories (one-line model.py) on ``tokenizer_dir``:
+    TensorRT-LLM's configs (text tensors) filled in, plus ``streaming`` and ``encoding`` (of a .tiktoken file)."""
+    values = {"tokenizer_dir": str(tokenizer_dir), "add_special_tokens": str(add_special_tokens).lower(),
+              "skip_special_tokens": str(skip_special_tokens).lower()}
+    pre_cfg = trtllm_config("preprocessing", f"preprocessing{name}", **values)
+    cfg = trtllm_config("postprocessing", f"postprocessing{name}", **values)
+    if encoding:
+        for c in (pre_cfg, cfg):
+            c.parameters["encoding"].string_value = encoding
+    pre = write_config_dir(root, f"preprocessing{name}", pre_cfg, one_line("llm_preprocess"))
+    if streaming:
+        cfg.parameters["streaming"].string_value = "true"
+    post = write_config_dir(root, f"postprocessing{name}", cfg, one_line("llm_postprocess"))
     return pre, post
+
+
+def write_reference_models(root: Path, tokenizer_dir: Path, *, name: str = "", add_special_tokens: bool = True,
+                           skip_special_tokens: bool = True) -> tuple[Path, Path]:
+    """TensorRT-LLM's own model.py on the same configs (their preprocessing initialize looks up the data types of
+    multimodal outputs, so its config keeps those; no request here asks for them)."""
+    values = {"tokenizer_dir": str(tokenizer_dir), "add_special_tokens": str(add_special_tokens).lower(),
+              "skip_special_tokens": str(skip_special_tokens).lower()}
+    out = []
+    for kind in ("preprocessing", "postprocessing"):
+        cfg = trtllm_config(kind, f"{kind}{name}", drop_outputs=False, **values)
+        out.append(write_config_dir(root, f"{kind}{name}", cfg, (REF / kind / "1" / "model.py").read_text()))
+    return out[0], out[1]

@@ -139,7 +139,9 @@ class LLMTokenizer:
             data = np.concatenate([texts[i][0] for i in idx]) if len(idx) > 1 else texts[idx[0]][0]
             shift = np.cumsum([0] + [texts[i][0].shape[0] for i in idx[:-1]])
             offsets = np.concatenate([[0]] + [texts[i][1][1:] + s for i, s in zip(idx, shift)]).astype(np.int64)
-            r = self.bpe.encode((data, offsets), add_special_tokens=flag, gpu_min_batch=self.gpu_min_batch)
+            # every added token is matched in the text, as HF's encode does (tiktoken files: encode(allowed_special="all"))
+            r = self.bpe.encode((data, offsets), add_special_tokens=flag, allowed_special="all",
+                                gpu_min_batch=self.gpu_min_batch)
             ids, off = K.to_host(r.ids, self.bpe.target), K.to_host(r.offsets, self.bpe.target)
             start = 0
             for i in idx:

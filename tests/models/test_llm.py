@@ -1,0 +1,262 @@
+"""llm_preprocess / llm_postprocess against TensorRT-LLM's own preprocessing / postprocessing model.py (copied under
+trtllm_ref/, run on transformers 4.47.0 in a subprocess) on the same configs and requests: every output, byte for
+byte and bit for bit, for GPT-2 (vocab.json + merges.txt), Llama-3-style and Qwen2-style tokenizer.json directories.
+"""
+
+from __future__ import annotations
+
+import random
+import unicodedata
+
+import bpe_oracles as O
+import llm_dirs as L
+import numpy as np
+import pytest
+from llm_reference import run_batches, run_reference
+
+from triton_textops.ops.llm import LLMTokenizer
+
+TEXTS = [t for t in O.BPE_ADVERSARIAL if t] + O.random_texts(25, 12) + [
+    "Hello , world ! Isn 't it nice ? I 'm sure they 're here , we 've seen it . ' quoted ' end .",
+    "Déjà vu: naïve café, 中文字符, 日本語のテキスト, 한국어, العربية, עברית, हिन्दी 😀👍🏽 👨‍👩‍👧‍👦",
+    ("A long prompt of ~2 KB. " * 90)[:2000],
+]
+WORDS = ["hello", " world", "Hello world", "", "中文", "😀", "<|endoftext|>", " it's", "x y z", "\u0301e"]
+STYLES = L.STYLES
+
+
+def obj(rows: list[list[str]]) -> np.ndarray:
+    return np.array([[s.encode() for s in r] for r in rows], dtype=object).reshape(len(rows), -1)
+
+
+def i32(values: list[int]) -> np.ndarray:
+    return np.array(values, dtype=np.int32).reshape(-1, 1)
+
+
+def pre_batches(seed: int) -> list[list[dict]]:
+    """Batches of mixed requests: several rows, several words per row, empty words and word lists, bias words
+    (inexact weights, words sharing ids, the BOS a template adds to each), END_ID / PAD_ID overrides, decoder
+    queries, optional inputs absent; then every text as its own request, and a batch of one."""
+    rng = random.Random(seed)
+    mixed = [
+        {"QUERY": obj([[TEXTS[0]]]), "REQUEST_OUTPUT_LEN": i32([16])},
+        {"QUERY": obj([[TEXTS[1]], [TEXTS[-2]], [""]]), "REQUEST_OUTPUT_LEN": i32([1, 2, 3]),
+         "BAD_WORDS_DICT": obj([WORDS[:3], WORDS[3:6], WORDS[6:9]]), "STOP_WORDS_DICT": obj([WORDS[8:], WORDS[:2],
+                                                                                             ["", ""]]),
+         "END_ID": i32([7, 8, 9]), "PAD_ID": i32([0, 1, 2])},
+        {"QUERY": obj([[TEXTS[2]], [TEXTS[-1]]]), "REQUEST_OUTPUT_LEN": i32([5, 6]),
+         "DECODER_QUERY": obj([["decoder one"], ["zwei 😀"]]),
+         "EMBEDDING_BIAS_WORDS": obj([["hello", "hello", " world"], ["中文", "", "x y z"]]),
+         "EMBEDDING_BIAS_WEIGHTS": np.array([[0.1, 0.2, -1.5], [0.3, 2.0, 1e-3]], dtype=np.float32)},
+        {"QUERY": obj([[TEXTS[3]]]), "REQUEST_OUTPUT_LEN": i32([0]),
+         "BAD_WORDS_DICT": np.empty((1, 0), dtype=object), "EMBEDDING_BIAS_WORDS": obj([["hello"]]),
+         "PAD_ID": i32([5])},
+        {"QUERY": obj([[TEXTS[4]]]), "REQUEST_OUTPUT_LEN": i32([3]),
+         "EMBEDDING_BIAS_WEIGHTS": np.array([[1.0]], dtype=np.float32)},
+    ]
+    singles = []
+    for t in TEXTS:
+        req = {"QUERY": obj([[t]]), "REQUEST_OUTPUT_LEN": i32([rng.randint(1, 99)])}
+        if rng.random() < 0.5:
+            req["STOP_WORDS_DICT"] = obj([rng.sample(WORDS, 2)])
+        singles.append(req)
+    return [mixed, singles, [mixed[2]]]
+
+
+def post_batches(tok: LLMTokenizer, seed: int) -> list[list[dict]]:
+    """Requests of [batch, beams, tokens] sequences: encoded texts with specials inserted, random ids (invalid
+    UTF-8 anywhere), cuts at random tokens, padding past SEQUENCE_LENGTH, lengths past the end and 0."""
+    rng = random.Random(seed)
+    enc = tok.bpe.encode(TEXTS, add_special_tokens=True, allowed_special="all").tolist()
+    specials = [tok.end_id, tok.pad_id, *tok.bpe.special_ids[:3]]
+
+    def seq() -> list[int]:
+        kind = rng.random()
+        if kind < 0.3:
+            return [rng.randrange(tok.bpe.n_ids) for _ in range(rng.randint(0, 40))]
+        ids = list(rng.choice(enc))
+        for _ in range(rng.randint(0, 3)):
+            ids.insert(rng.randint(0, len(ids)), rng.choice(specials))
+        return ids[rng.randint(0, 2):rng.randint(1, len(ids) + 1)] if kind < 0.6 else ids
+
+    def request(batch: int, beams: int) -> dict:
+        seqs = [[seq() for _ in range(beams)] for _ in range(batch)]
+        width = max(len(s) for b in seqs for s in b) + rng.randint(0, 3)
+        tokens = np.array([[s + [rng.randrange(tok.bpe.n_ids) for _ in range(width - len(s))] for s in b]
+                           for b in seqs], dtype=np.int32)
+        lengths = np.array([[len(s) + (rng.randint(1, 5) if rng.random() < 0.1 else 0) for s in b] for b in seqs],
+                           dtype=np.int32)
+        return {"TOKENS_BATCH": tokens, "SEQUENCE_LENGTH": lengths}
+
+    whole = [{"TOKENS_BATCH": np.array([[e]], dtype=np.int32), "SEQUENCE_LENGTH": np.array([[len(e)]], np.int32)}
+             for e in enc]
+    return [whole, [request(rng.randint(1, 3), rng.randint(1, 2)) for _ in range(12)], [request(1, 1)]]
+
+
+def _same(ours: object, ref: object, where: str) -> None:
+    if isinstance(ref, str) or isinstance(ours, str):
+        raise AssertionError(f"{where}: ours {str(ours)[:300]!r}, reference {str(ref)[:300]!r}")
+    assert set(ours) == set(ref), f"{where}: outputs {sorted(ours)} != {sorted(ref)}"
+    for name in ref:
+        a, b = ours[name], ref[name]
+        assert a.dtype == b.dtype and a.shape == b.shape, f"{where} {name}: {a.dtype} {a.shape} != {b.dtype} {b.shape}"
+        if a.dtype == np.object_:
+            assert a.tolist() == b.tolist(), f"{where} {name}: {a.tolist()[:3]} != {b.tolist()[:3]}"
+        else:
+            assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), f"{where} {name}: {a} != {b}"
+
+
+@pytest.fixture(scope="module")
+def tok_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The GPT-2, Llama-3-style and Qwen2-style tokenizer directories (written once: ~2 s each)."""
+    root = tmp_path_factory.mktemp("tokenizers")
+    return {style: L.write_tokenizer_dir(root, style) for style in STYLES}
+
+
+@pytest.fixture(scope="module")
+def equivalence(tmp_path_factory: pytest.TempPathFactory, tok_dirs: dict) -> dict:
+    """Our models' and the reference's responses to the same batches, per (style, model, option)."""
+    root = tmp_path_factory.mktemp("llm")
+    ours_jobs, ref_jobs, keys = [], [], []
+    for style in STYLES:
+        tok_dir = tok_dirs[style]
+        tok = LLMTokenizer(tok_dir)
+        for flag in (True, False) if style == "llama3" else (True,):
+            name = f"_{style}_{flag}"
+            pre, post = L.write_llm_models(root / "ours", tok_dir, name=name, add_special_tokens=flag,
+                                           skip_special_tokens=flag)
+            rpre, rpost = L.write_reference_models(root / "ref", tok_dir, name=name, add_special_tokens=flag,
+                                                   skip_special_tokens=flag)
+            for kind, ours_dir, ref_dir, batches in (("pre", pre, rpre, pre_batches(1)),
+                                                     ("post", post, rpost, post_batches(tok, 2))):
+                keys.append((style, kind, flag))
+                ours_jobs.append((ours_dir, batches))
+                ref_jobs.append((str(ref_dir), batches))
+    ref, ours = run_reference(ref_jobs, root, lambda: [run_batches(d, b) for d, b in ours_jobs])
+    return {k: (o, r, b) for k, o, r, (_, b) in zip(keys, ours, ref, ours_jobs)}
+
+
+@pytest.mark.parametrize("kind", ["pre", "post"])
+def test_same_as_tensorrt_llm(equivalence: dict, kind: str) -> None:
+    for (style, k, flag), (ours, ref, batches) in equivalence.items():
+        if k != kind:
+            continue
+        for b, (o_batch, r_batch) in enumerate(zip(ours, ref)):
+            for i, (o, r) in enumerate(zip(o_batch, r_batch)):
+                _same(o, r, f"{style} {kind} flag={flag} batch {b} request {i} ({list(batches[b][i])})")
+
+
+# ------------------------------------------------------------------------------------------- streaming
+
+STREAM_TEXT = ("Streaming, exactly: naïve café ÉCOLE\u0301 — 中文字符测试，日本語のテキスト、한국어 텍스트 "
+               "ภาษาไทย Ελληνικά Кириллица العربية עברית हिन्दी தமிழ் 😀👍🏽 👨‍👩‍👧‍👦 🏳️‍🌈 🇫🇷 ❤️ "
+               "it's  two  spaces\n\tand tabs 12345 x😀y <|endoftext|> end .")
+# every vocabulary the BPE reads: GPT-2 files, tiktoken rank files, tokenizer.json styles
+VOCABS = {"gpt2": ("dir", "gpt2"), "cl100k_base": ("tiktoken", "cl100k_base.tiktoken"),
+          "o200k_base": ("tiktoken", "o200k_base.tiktoken"), "qwen2": ("tiktoken", "qwen.tiktoken"),
+          "llama3_json": ("dir", "llama3"), "qwen2_json": ("dir", "qwen2")}
+
+
+@pytest.mark.parametrize("vocab", list(VOCABS))
+def test_streaming_is_exact(tmp_path, tok_dirs: dict, vocab: str) -> None:
+    """A stream of deltas cut at random token boundaries: each response's OUTPUT is the exact bytes of its tokens,
+    so the concatenation is the text, byte for byte, with no U+FFFD; TensorRT-LLM's per-delta decode (the
+    non-streaming model on the same deltas) loses characters split across deltas."""
+    from triton_textops.testing import load_model
+
+    how, what = VOCABS[vocab]
+    if how == "dir":
+        tok_dir, enc = tok_dirs[what], None
+    else:
+        tok_dir, enc = O.DATA / what, vocab
+    _, post = L.write_llm_models(tmp_path, tok_dir, streaming=True, encoding=enc, skip_special_tokens=False)
+    rng = random.Random(vocab)
+    with load_model(post) as m:
+        tok = m.instance.tokenizer
+        ids = tok.bpe.encode([STREAM_TEXT], add_special_tokens=False, allowed_special="all").tolist()[0]
+        full = tok.bpe.decode(np.array(ids), np.array([0, len(ids)]))[0]  # the decode of all the stream's tokens
+        assert full == (unicodedata.normalize("NFC", STREAM_TEXT) if tok.bpe.spec.nfc else STREAM_TEXT).encode()
+        lost = 0
+        for trial in range(25):
+            cuts = sorted(rng.sample(range(1, len(ids)), rng.randint(1, len(ids) - 1)))
+            deltas = [ids[a:b] for a, b in zip([0, *cuts], [*cuts, len(ids)])]
+            # one execute holds the deltas of several streams: each delta is its own request
+            reqs = [{"TOKENS_BATCH": np.array([[d]], np.int32), "SEQUENCE_LENGTH": np.array([[len(d)]], np.int32)}
+                    for d in deltas]
+            got = b"".join(r["OUTPUT"][0] for r in m.infer_batch(reqs))
+            assert got == full, (vocab, trial, cuts)
+            assert "\ufffd" not in got.decode("utf-8")
+            per_delta = tok.decode_sequences(np.concatenate([np.array(d) for d in deltas]),
+                                             np.cumsum([0] + [len(d) for d in deltas]), skip_special_tokens=False)
+            lost += b"".join(per_delta) != full
+        assert lost > 0  # the per-delta decode this parameter replaces is not exact on these cuts
+
+
+# ------------------------------------------------------------------------------------ bad input, config
+
+
+@pytest.fixture(scope="module")
+def gpt2_models(tmp_path_factory: pytest.TempPathFactory, tok_dirs: dict):
+    from triton_textops.testing import load_model
+
+    root = tmp_path_factory.mktemp("llm_gpt2")
+    pre, post = L.write_llm_models(root, tok_dirs["gpt2"])
+    with load_model(pre) as p, load_model(post) as q:
+        yield p, q
+
+
+def test_bad_requests_fail_alone(gpt2_models) -> None:
+    """Each bad request gets an INVALID_ARG error naming the config's tensor; the others in the same execute get
+    what they get alone."""
+    pre, post = gpt2_models
+    good = {"QUERY": obj([["fine"]]), "REQUEST_OUTPUT_LEN": i32([4])}
+    bad = {
+        "QUERY": {"QUERY": np.array([[b"\xff\xfe"]], dtype=object), "REQUEST_OUTPUT_LEN": i32([4])},
+        "BAD_WORDS_DICT": {**good, "BAD_WORDS_DICT": np.array([[b"ok", b"\xc3"]], dtype=object)},
+        "REQUEST_OUTPUT_LEN": {**good, "REQUEST_OUTPUT_LEN": i32([-1])},
+        "EMBEDDING_BIAS_WEIGHTS": {**good, "EMBEDDING_BIAS_WORDS": obj([["a", "b"]]),
+                                   "EMBEDDING_BIAS_WEIGHTS": np.ones((1, 3), np.float32)},
+    }
+    alone = pre.infer(good)
+    responses = pre.execute([pre.make_request(r) for r in [good, *bad.values(), good]])
+    for resp in (responses[0], responses[-1]):
+        _same({t.name(): t.as_numpy() for t in resp.output_tensors()}, alone, "good request")
+    for name, resp in zip(bad, responses[1:-1]):
+        assert resp.has_error() and f"'{name}'" in resp.error().message(), (name, resp.error().message())
+        assert resp.error().code() == resp.error().INVALID_ARG
+    seq = {"TOKENS_BATCH": np.array([[[31373, 995]]], np.int32), "SEQUENCE_LENGTH": np.array([[2]], np.int32)}
+    bad_post = {"TOKENS_BATCH": {**seq, "TOKENS_BATCH": np.array([[[31373, 10 ** 6]]], np.int32)},
+                "SEQUENCE_LENGTH": {**seq, "SEQUENCE_LENGTH": np.array([[-1]], np.int32)}}
+    responses = post.execute([post.make_request(r) for r in [seq, *bad_post.values()]])
+    assert responses[0].output_tensors()[0].as_numpy().tolist() == [b"hello world"]
+    for name, resp in zip(bad_post, responses[1:]):
+        assert resp.has_error() and f"'{name}'" in resp.error().message(), (name, resp.error().message())
+
+
+def test_config_rules(tmp_path, tok_dirs: dict) -> None:
+    """TensorRT-LLM's config as it is (multimodal tensors) and a tensor we do not serve are load errors naming them;
+    a config without tensors is auto-completed to TensorRT-LLM's text tensors (names, types, dims)."""
+    from triton_textops.testing import load_model
+    from triton_textops.testing.harness import ModelLoadError
+
+    tok = tok_dirs["gpt2"]
+    values = {"tokenizer_dir": str(tok), "add_special_tokens": "true"}
+    full = L.trtllm_config("preprocessing", "pre_full", drop_inputs=False, drop_outputs=False, **values)
+    full_dir = L.write_config_dir(tmp_path, "pre_full", full, L.one_line("llm_preprocess"))
+    with pytest.raises(ModelLoadError, match="IMAGE_BYTES.*out of scope"):
+        load_model(full_dir)
+    extra = L.trtllm_config("preprocessing", "pre_extra", **values)
+    extra.output.add(name="LOGITS", data_type=extra.output[0].data_type, dims=[-1])
+    with pytest.raises(ModelLoadError, match="'LOGITS' match no role"):
+        load_model(L.write_config_dir(tmp_path, "pre_extra", extra, L.one_line("llm_preprocess")))
+    mm = L.trtllm_config("preprocessing", "pre_mm", **values, multimodal_model_path="/models/vision")
+    with pytest.raises(ModelLoadError, match="multimodal_model_path.*out of scope"):
+        load_model(L.write_config_dir(tmp_path, "pre_mm", mm, L.one_line("llm_preprocess")))
+    for kind, module in (("preprocessing", "llm_preprocess"), ("postprocessing", "llm_postprocess")):
+        bare = L.C.parse_config_text(f'backend: "python"\nmax_batch_size: 16\nparameters {{ key: "tokenizer_dir" '
+                                     f'value: {{ string_value: "{tok}" }} }}\n')
+        with load_model(L.write_config_dir(tmp_path, f"bare_{kind}", bare, L.one_line(module))) as m:
+            want = L.C.config_to_dict(L.trtllm_config(kind, "x", **values))
+            for io in ("input", "output"):
+                got = [(t["name"], t["data_type"], t["dims"], t.get("optional", False)) for t in m.config[io]]
+                assert got == [(t["name"], t["data_type"], t["dims"], t.get("optional", False)) for t in want[io]]
