@@ -26,7 +26,8 @@ Questions (``python benchmarks/perf.py QUESTION``):
             at concurrency 1 and 64, on a Llama-3-style tokenizer.json (cl100k ranks, ``tests/llm_dirs.py``). The
             reference model.py files are the copies vendored under ``tests/models/trtllm_ref`` (``--trtllm-ref``),
             copied into the temporary repository; they run with the ``transformers`` their requirements pin
-            (4.47.0, tokenizers 0.21) from a cached venv of their own that only they name (``EXECUTION_ENV_PATH``).
+            (4.47.0 with tokenizers 0.21.4, as ``tests/llm_reference.py``) from a cached venv of their own
+            (numpy<2 for the 24.10 stub) that only they name (``EXECUTION_ENV_PATH``).
             The configs are the same (tensors, max_batch_size, dynamic batching, 1 CPU instance) except that the
             reference's declares the three multimodal outputs its model.py looks up at load (ours refuses them).
 
@@ -70,9 +71,8 @@ CSV_FIELDS = ("question", "run", "case", "model", "shm", "mode", "load", "throug
               "p95_ms", "p99_ms", "server_queue_us", "server_compute_us", "stability_pct", "error")
 TUNE_INSTANCES = (1, 2)
 TUNE_DELAYS_US = (0, 100, 1000, 10000)
-# (d) llm: TensorRT-LLM's model.py files (vendored with their licence), the packages their requirements pin, the load
+# (d) llm: TensorRT-LLM's model.py files (vendored with their licence), the load
 TRTLLM_REF = ROOT / "tests" / "models" / "trtllm_ref"
-TRTLLM_PACKAGES = ("transformers==4.47.0", "tokenizers>=0.21,<0.22", "huggingface-hub<1.0", "pillow", "requests")
 PROMPT_BYTES = 2048  # prompts of ~2 KB
 OUTPUT_TOKENS = 256
 LLM_MODELS = ("llm_preprocess", "trtllm_preprocessing", "llm_postprocess", "trtllm_postprocessing")
@@ -720,10 +720,12 @@ def main(argv: list[str] | None = None) -> int:
     if "llm" in questions:
         sys.path.insert(0, str(ROOT / "tests"))
         from llm_dirs import write_tokenizer_dir
+        from llm_reference import REFERENCE_PACKAGES  # the tests' pins (transformers 4.47.0, ...)
 
         tok = write_tokenizer_dir(out / "tokenizer", "llama3")
-        step(f"TensorRT-LLM's env (cached): {', '.join(TRTLLM_PACKAGES)}")
-        ref_env = model_runtime_env(packages=TRTLLM_PACKAGES)
+        packages = (*REFERENCE_PACKAGES, "pillow", "requests")  # their preprocessing model.py imports both
+        step(f"TensorRT-LLM's env (cached): {', '.join(packages)}")
+        ref_env = model_runtime_env(packages=packages)
         envs["llm"] = args.python_env or model_runtime_env()
         repos["llm"] = build_llm_repository(out / "llm-repo", tok, args.trtllm_ref, ref_env,
                                             max_batch_size=args.max_batch_size)
