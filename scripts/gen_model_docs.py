@@ -16,12 +16,34 @@ from pathlib import Path
 from typing import Any
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "models.md"
-MODELS = ("tokenize", "features", "preprocess", "postprocess", "onnx_regressor", "forest")
+MODELS = ("tokenize", "features", "preprocess", "postprocess", "onnx_regressor", "forest", "llm_preprocess",
+          "llm_postprocess")
 ROLE_OF = {"tokenize": "text -> BERT rows", "features": "text -> readability features",
            "preprocess": "text -> BERT rows + features in one kernel (the seed's)",
            "postprocess": "blend of two scores (the seed's)", "onnx_regressor": "an ONNX regressor (the example's "
            "bert-large stand-in; needs onnxruntime)", "forest": "a Treelite forest (the example's cuml stand-in; "
-           "needs treelite)"}
+           "needs treelite)", "llm_preprocess": "prompts -> token ids, word lists, embedding bias: a drop-in for "
+           "TensorRT-LLM's `preprocessing`", "llm_postprocess": "token ids -> text (exact under streaming): a drop-in "
+           "for TensorRT-LLM's `postprocessing`"}
+
+_LLM_SAME = ("Equal to TensorRT-LLM's own model.py (tensorrtllm_backend a315d2df, transformers 4.47.0) on the same "
+             "config and requests, quirks included (tests/models/test_llm.py runs both). Byte-level BPE tokenizers "
+             "only (GPT-2, Llama-3, Qwen2, tiktoken encodings; not SentencePiece/T5). Where theirs fails the whole "
+             "`execute` or passes bad values on, ours answers that request alone with INVALID_ARG naming the tensor; "
+             "a config with TensorRT-LLM's multimodal tensors, or a non-empty `multimodal_model_path`, fails to "
+             "load (multimodal preprocessing is out of scope); a boolean parameter that is not true/false/t/f/y/n/1/0/"
+             "yes/no/on/off fails to load (theirs warns and takes true).")
+NOTES = {
+    "llm_preprocess": _LLM_SAME + " Every text of every request (queries, decoder queries, bad/stop words, bias "
+    "words) is tokenized by one launch, two when bias words meet a tokenizer whose template adds a BOS (bias words "
+    "are encoded with it, queries as `add_special_tokens` says). Rejected: invalid UTF-8, a negative "
+    "`REQUEST_OUTPUT_LEN` (theirs passes it on), bias weights not one per bias word.",
+    "llm_postprocess": _LLM_SAME + " All sequences of all requests are decoded by one launch. `OUTPUT` is 1-D "
+    "(batch x beams texts), as theirs. With `streaming: true` each response's text is the exact bytes of its "
+    "tokens (no U+FFFD for a character split across responses, no clean-up of spaces): a stream's outputs "
+    "concatenate to the bytes of all its tokens. Rejected: token ids outside the vocabulary (theirs drops ids past "
+    "its end and fails the `execute` on negative ones), a negative `SEQUENCE_LENGTH` (theirs slices from the end).",
+}
 
 
 def _default(p: Any) -> str:
@@ -84,6 +106,8 @@ def render() -> str:
                 lines.append(f"| {way} | `{role}` | `{spec.name}` | {_dtype(spec)} | {_dims(spec)} | "
                              f"{'optional' if spec.optional else ''} |")
         lines += [""] + (_param_rows(cls.PARAMS) if cls.PARAMS else ["No parameters of its own."])
+        if name in NOTES:
+            lines += ["", NOTES[name]]
     return "\n".join(lines) + "\n"
 
 

@@ -20,7 +20,7 @@ from triton_textops.triton.llm import MULTIMODAL_TENSORS
 QWEN2_ADDED = [{"id": 151643 + i, "content": c} for i, c in enumerate(["<|endoftext|>", "<|im_start|>", "<|im_end|>"])]
 # tokenizer_config.json of each style: the fields AutoTokenizer and TensorRT-LLM's model.py read
 CONFIGS = {
-    "gpt2": {"tokenizer_class": "GPT2Tokenizer", "model_max_length": 1024, "clean_up_tokenization_spaces": True},
+    "gpt2": {"tokenizer_class": "GPT2Tokenizer", "model_max_length": 1024},  # clean-up: transformers' default
     "llama3": {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<|begin_of_text|>",
                "eos_token": "<|end_of_text|>", "clean_up_tokenization_spaces": True},
     "qwen2": {"tokenizer_class": "Qwen2Tokenizer", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",

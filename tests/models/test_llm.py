@@ -227,9 +227,11 @@ def test_bad_requests_fail_alone(gpt2_models) -> None:
     seq = {"TOKENS_BATCH": np.array([[[31373, 995]]], np.int32), "SEQUENCE_LENGTH": np.array([[2]], np.int32)}
     bad_post = {"TOKENS_BATCH": {**seq, "TOKENS_BATCH": np.array([[[31373, 10 ** 6]]], np.int32)},
                 "SEQUENCE_LENGTH": {**seq, "SEQUENCE_LENGTH": np.array([[-1]], np.int32)}}
-    responses = post.execute([post.make_request(r) for r in [seq, *bad_post.values()]])
+    empty = {"TOKENS_BATCH": np.zeros((1, 2, 0), np.int32), "SEQUENCE_LENGTH": np.zeros((1, 2), np.int32)}
+    responses = post.execute([post.make_request(r) for r in [seq, empty, *bad_post.values()]])
     assert responses[0].output_tensors()[0].as_numpy().tolist() == [b"hello world"]
-    for name, resp in zip(bad_post, responses[1:]):
+    assert responses[1].output_tensors()[0].as_numpy().tolist() == [b"", b""]  # an empty delta, 2 beams
+    for name, resp in zip(bad_post, responses[2:]):
         assert resp.has_error() and f"'{name}'" in resp.error().message(), (name, resp.error().message())
 
 
@@ -260,3 +262,19 @@ def test_config_rules(tmp_path, tok_dirs: dict) -> None:
             for io in ("input", "output"):
                 got = [(t["name"], t["data_type"], t["dims"], t.get("optional", False)) for t in m.config[io]]
                 assert got == [(t["name"], t["data_type"], t["dims"], t.get("optional", False)) for t in want[io]]
+
+
+def test_one_encode_one_decode_per_execute(gpt2_models, monkeypatch: pytest.MonkeyPatch) -> None:
+    """All queries, decoder queries and words of all requests of an execute go to the BPE in one encode call, all
+    sequences in one decode call (not request by request, row by row or word by word as TensorRT-LLM's model.py)."""
+    pre, post = gpt2_models
+    batch, tokens = pre_batches(1)[0], post_batches(pre.instance.tokenizer, 3)[1]
+    calls = []
+    for m, method in ((pre, "encode"), (post, "decode")):
+        bpe = m.instance.tokenizer.bpe
+        real = getattr(bpe, method)
+        monkeypatch.setattr(bpe, method, lambda *a, _real=real, _name=method, **k: calls.append(_name) or _real(*a, **k))
+    assert len(pre.execute([pre.make_request(r) for r in batch])) == len(batch) == 5
+    assert calls == ["encode"]
+    assert len(post.execute([post.make_request(r) for r in tokens])) == len(tokens) == 12
+    assert calls == ["encode", "decode"]

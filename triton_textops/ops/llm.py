@@ -117,9 +117,17 @@ class LLMTokenizer:
         self.vocab_len = len(set(spec.vocab.values()) | {a.id for a in spec.added})  # len(tokenizer.vocab)
         self.clean_up = bool(cfg.get("clean_up_tokenization_spaces", False))  # transformers 4.47's default
         self.has_template = bool(spec.prefix or spec.suffix)
-        self.decode_sequences(np.zeros(1, np.int64), np.array([0, 1]), skip_special_tokens=True)  # compile now
-        self.encode_groups([(np.frombuffer(WARM_UP.encode(), np.uint8), np.array([0, len(WARM_UP.encode())]))],
-                           [True])
+        self.warm_up()
+
+    def warm_up(self) -> None:
+        """Compile (or load from numba's cache) the kernels a request runs, on the CPU and, for a GPU tokenizer
+        taking batches of ``gpu_min_batch`` texts, on the GPU: at load, not on the first request."""
+        raw = WARM_UP.encode()
+        sizes = {1, self.gpu_min_batch or 1} if self.bpe.target != "cpu" else {1}
+        for n in sorted(sizes):
+            texts = (np.frombuffer(raw * n, np.uint8), np.arange(n + 1, dtype=np.int64) * len(raw))
+            self.encode_groups([texts], [True])
+        self.decode_sequences(np.zeros(1, np.int64), np.array([0, 1]), skip_special_tokens=True)
 
     def _first_id(self, token: str) -> int:
         """``tokenizer.encode(token, add_special_tokens=False)[0]``."""
@@ -277,7 +285,7 @@ def sequences(tokens: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.n
     """Flat ids and offsets of every ``tokens[b, beam, :lengths[b, beam]]`` (lengths past the end clipped)."""
     t = tokens.shape[2]
     lens = np.minimum(lengths.reshape(-1).astype(np.int64), t)
-    flat = tokens.reshape(-1, t)
+    flat = tokens.reshape(tokens.shape[0] * tokens.shape[1], t)  # (-1 cannot be inferred when t == 0)
     ids = flat[np.arange(t)[None, :] < lens[:, None]].astype(np.int64)
     off = np.zeros(lens.shape[0] + 1, dtype=np.int64)
     np.cumsum(lens, out=off[1:])

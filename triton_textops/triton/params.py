@@ -19,8 +19,9 @@ from triton_textops.errors import ConfigError
 TRITON_PARAMETERS = frozenset({"FORCE_CPU_ONLY_INPUT_TENSORS", "EXECUTION_ENV_PATH"})
 MODEL_DIR_VAR = "$$TRITON_MODEL_DIRECTORY"
 _REQUIRED = object()
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
+# TensorRT-LLM's model.py files also take t / y / f / n: a config written for them loads here unchanged
+_TRUE = {"true", "1", "yes", "on", "t", "y"}
+_FALSE = {"false", "0", "no", "off", "f", "n"}
 
 
 @dataclass(frozen=True)
