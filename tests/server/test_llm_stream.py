@@ -119,6 +119,8 @@ def test_stream_concatenates_to_the_exact_text(llm_server: TritonServer) -> None
     assert any(not _valid_utf8(o) for o in s.outputs)  # characters were cut between responses, and come out whole
     whole = send(llm_server.grpc_url, text, np.array([[1000]], np.int32), stream=False).wait()
     assert whole.error is None and whole.outputs == [text]
+    nothing = send(llm_server.grpc_url, text, np.array([[0]], np.int32)).wait()  # one empty delta, then the end
+    assert nothing.error is None and nothing.outputs == [b""]
 
 
 def test_bad_requests_fail_alone_while_the_others_stream(llm_server: TritonServer) -> None:
