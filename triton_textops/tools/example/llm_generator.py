@@ -4,9 +4,10 @@
 triton_textops, so the served model needs only numpy). It takes the tensors ``tensorrt_llm`` takes from the
 ``preprocessing`` step (``input_ids``, ``input_lengths``, ``request_output_len``, optional ``streaming``; the
 other inputs of the ensemble, ``decoder_input_ids``, ``decoder_input_lengths``, ``end_id``, ``pad_id``,
-``bad_words_list``, ``stop_words_list``, ``embedding_bias``, are accepted and ignored) and answers as ``tensorrt_llm`` does: ``output_ids`` INT32
-``[batch, beam, tokens]`` and ``sequence_length`` INT32 ``[batch, beam]``, one response per chunk of new tokens
-when ``streaming`` is true, one response with all of them otherwise (also when it is not sent, as there).
+``bad_words_list``, ``stop_words_list``, ``embedding_bias``, are accepted and ignored) and answers as
+``tensorrt_llm`` does: ``output_ids`` INT32 ``[batch, beam, tokens]`` and ``sequence_length`` INT32
+``[batch, beam]``, one response per chunk of new tokens when ``streaming`` is true, one response with all of them
+otherwise (also when it is not sent, as there).
 
 The "generation" is an echo: the first ``request_output_len`` tokens of the prompt, so a client knows the text it
 must get back. Chunks have random sizes of 1 to ``max_chunk_tokens`` tokens (config parameter, default 4),
