@@ -42,14 +42,18 @@ def tiktoken_encoding(name: str):  # noqa: ANN201
 def merges_from_ranks(rk: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     """HF's conversion of tiktoken ranks into ranked merges (transformers' TikTokenConverter rule)."""
     out = []
+    get = rk.get
     for tok, r in rk.items():
-        if len(tok) < 2:
+        n = len(tok)
+        if n < 2:
             continue
         local = []
-        for i in range(1, len(tok)):
-            a, b = tok[:i], tok[i:]
-            if a in rk and b in rk and rk[a] < r and rk[b] < r:
-                local.append((rk[a], rk[b], a, b))
+        for i in range(1, n):
+            ra = get(tok[:i])
+            if ra is not None and ra < r:
+                rb = get(tok[i:])
+                if rb is not None and rb < r:
+                    local.append((ra, rb, tok[:i], tok[i:]))
         local.sort()
         out.extend((r, ra, rb, a, b) for ra, rb, a, b in local)
     out.sort()
@@ -62,8 +66,8 @@ def write_tokenizer_json(directory: Path, name: str, *, family_pattern: str, nfc
     """A Llama-3- / Qwen2-style tokenizer.json built from a rank file (Split regex + ByteLevel, ignore_merges,
     BOS template, added tokens)."""
     rk = ranks(name)
-    bc = F.BYTE_CHAR
-    enc = lambda b: "".join(bc[x] for x in b)  # noqa: E731
+    table = {i: F.BYTE_CHAR[i] for i in range(256)}
+    enc = lambda b: b.decode("latin-1").translate(table)  # noqa: E731  (GPT-2's bytes -> unicode map)
     vocab = {enc(t): i for t, i in rk.items()}
     merges = [f"{enc(a)} {enc(b)}" for a, b in merges_from_ranks(rk)]
     added = added or []

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 import bpe_oracles as O  # noqa: E402
 
 from triton_textops.ops import kernels as K  # noqa: E402
-from triton_textops.ops.llm import LLMTokenizer, PreRequest, Words  # noqa: E402
+from triton_textops.ops.llm import LLMTokenizer, PreRequest, Words, check_sequences  # noqa: E402
 from triton_textops.ops.text import pack_host  # noqa: E402
 
 
@@ -39,7 +39,8 @@ def test_gpu_equals_cpu_one_encode_one_decode(pair: tuple[LLMTokenizer, LLMToken
     want = cpu.preprocess(_requests(), add_special_tokens=True)
     for g, w in zip(got, want):
         assert set(g) == set(w) and all(np.array_equal(g[k], w[k]) for k in w)
-    seqs = [(np.array([[g["input_id"][0]]], np.int32), g["request_input_len"][:1].reshape(1, 1)) for g in got]
+    seqs = [check_sequences(np.array([[g["input_id"][0]]], np.int32), g["request_input_len"][:1].reshape(1, 1),
+                            cpu.bpe.n_ids, {"tokens": "T", "sequence_length": "S"}) for g in got]
     K.COUNTS.clear()
     texts = gpu.postprocess(seqs, skip_special_tokens=False)
     assert K.COUNTS["launch"] == 2

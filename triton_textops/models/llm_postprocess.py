@@ -32,8 +32,7 @@ class TritonPythonModel(LLMModel):
 
     def read(self, request: Any) -> Any:
         tokens, lengths = (io.get_tensor(self.pb, request, self.names[r]).as_numpy() for r in self.INPUTS)
-        check_sequences(tokens, lengths, self.tokenizer.bpe.n_ids, self.names)
-        return tokens, lengths
+        return check_sequences(tokens, lengths, self.tokenizer.bpe.n_ids, self.names)  # (flat ids, offsets)
 
     def compute(self, items: list[Any]) -> list[dict[str, Any]]:
         p = self.params

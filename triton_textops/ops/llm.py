@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ Texts = tuple[np.ndarray, np.ndarray]  # host (uint8 bytes, int64 offsets n+1)
 # transformers' clean_up_tokenization, in its order (PreTrainedTokenizerBase.clean_up_tokenization, 4.47)
 CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
             (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+_CLEAN_UP_ANY = re.compile(r" [.?!,'n]")
 WARM_UP = "Warm up: caf\u00e9 \u201cna\u00efve\u201d 123 \U0001f600 <|endoftext|>"
 
 
@@ -66,6 +68,8 @@ class PreRequest:
 
 def clean_up_tokenization(text: str) -> str:
     """transformers' ``clean_up_tokenization``: spaces before punctuation and English contractions removed."""
+    if _CLEAN_UP_ANY.search(text) is None:  # every pattern starts with one of these pairs: nothing to replace
+        return text
     for a, b in CLEAN_UP:
         text = text.replace(a, b)
     return text
@@ -218,19 +222,19 @@ class LLMTokenizer:
 
     def postprocess(self, requests: list[tuple[np.ndarray, np.ndarray]], *, skip_special_tokens: bool,
                     streaming: bool = False) -> list[np.ndarray]:
-        """OUTPUT of each checked request (TOKENS_BATCH [batch, beams, tokens], SEQUENCE_LENGTH [batch, beams]):
-        a 1-D object array of batch x beams texts, every sequence of every request decoded by one call."""
-        parts, counts = [], []
-        for tokens, lengths in requests:
-            ids, off = sequences(tokens, lengths)
-            parts.append((ids, off))
-            counts.append(off.shape[0] - 1)
-        ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
-        shift = np.cumsum([0] + [p[0].shape[0] for p in parts[:-1]])
-        offsets = np.concatenate([[0]] + [p[1][1:] + s for p, s in zip(parts, shift)]).astype(np.int64)
+        """OUTPUT of each request given as its checked sequences (:func:`check_sequences`: flat ids, offsets of the
+        batch x beams sequences): a 1-D object array of its texts, every sequence of every request decoded by one
+        call."""
+        if len(requests) == 1:
+            ids, offsets = requests[0]
+        else:
+            ids = np.concatenate([r[0] for r in requests])
+            shift = np.cumsum([0] + [r[0].shape[0] for r in requests[:-1]])
+            offsets = np.concatenate([[0]] + [r[1][1:] + s for r, s in zip(requests, shift)])
         texts = self.decode_sequences(ids, offsets, skip_special_tokens=skip_special_tokens, streaming=streaming)
         out, start = [], 0
-        for c in counts:
+        for _, off in requests:
+            c = off.shape[0] - 1
             arr = np.empty(c, dtype=np.object_)
             arr[:] = texts[start:start + c]
             out.append(arr)
@@ -286,7 +290,10 @@ def sequences(tokens: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.n
     t = tokens.shape[2]
     lens = np.minimum(lengths.reshape(-1).astype(np.int64), t)
     flat = tokens.reshape(tokens.shape[0] * tokens.shape[1], t)  # (-1 cannot be inferred when t == 0)
-    ids = flat[np.arange(t)[None, :] < lens[:, None]].astype(np.int64)
+    if lens.shape[0] == 1:  # one sequence (a streamed delta, a request of one): no mask
+        ids = flat[0, :lens[0]].astype(np.int64)
+    else:
+        ids = flat[np.arange(t)[None, :] < lens[:, None]].astype(np.int64)
     off = np.zeros(lens.shape[0] + 1, dtype=np.int64)
     np.cumsum(lens, out=off[1:])
     return ids, off
@@ -318,9 +325,10 @@ def check_pre_request(r: PreRequest, names: dict[str, str]) -> PreRequest:
     return r
 
 
-def check_sequences(tokens: np.ndarray, lengths: np.ndarray, n_ids: int, names: dict[str, str]) -> None:
-    """TOKENS_BATCH [batch, beams, tokens] and SEQUENCE_LENGTH [batch, beams] checked: integer, matching shapes,
-    lengths >= 0, the ids used inside the vocabulary."""
+def check_sequences(tokens: np.ndarray, lengths: np.ndarray, n_ids: int,
+                    names: dict[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """TOKENS_BATCH [batch, beams, tokens] and SEQUENCE_LENGTH [batch, beams] checked (integer, matching shapes,
+    lengths >= 0, the ids used inside the vocabulary): the :func:`sequences` they give."""
     tn, ln = names["tokens"], names["sequence_length"]
     if tokens.dtype.kind not in "iu" or tokens.ndim != 3:
         raise InputError(f"input '{tn}' must be integer [batch, beams, tokens], got {tokens.dtype} {list(tokens.shape)}")
@@ -329,7 +337,8 @@ def check_sequences(tokens: np.ndarray, lengths: np.ndarray, n_ids: int, names: 
                          f"{lengths.dtype} {list(lengths.shape)}")
     if (lengths < 0).any():
         raise InputError(f"input '{ln}' is negative ({int(lengths.min())})")
-    ids, _ = sequences(tokens, lengths)
+    ids, offsets = sequences(tokens, lengths)
     if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n_ids):
         bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
         raise InputError(f"input '{tn}': token {bad} is not an id of the vocabulary (0 .. {n_ids - 1})")
+    return ids, offsets
