@@ -21,6 +21,15 @@ Questions (``python benchmarks/perf.py QUESTION``):
             the blend, in this process) is measured in the same run and added to (A)'s latency.
 ``tune``    (c) ``preprocess`` under a sweep of ``max_queue_delay_microseconds`` and instance count (one model per
             setting), at concurrency 1, 8, 64.
+``llm``     (d) our ``llm_preprocess`` against TensorRT-LLM's own ``preprocessing`` model.py (prompts of ~2 KB:
+            Austen paragraphs joined) and ``llm_postprocess`` against its ``postprocessing`` (256-token sequences),
+            at concurrency 1 and 64, on a Llama-3-style tokenizer.json (cl100k ranks, ``tests/llm_dirs.py``). The
+            reference model.py files are the copies vendored under ``tests/models/trtllm_ref`` (``--trtllm-ref``),
+            copied into the temporary repository; they run with the ``transformers`` their requirements pin
+            (4.47.0 with tokenizers 0.21.4, as ``tests/llm_reference.py``) from a cached venv of their own
+            (numpy<2 for the 24.10 stub) that only they name (``EXECUTION_ENV_PATH``).
+            The configs are the same (tensors, max_batch_size, dynamic batching, 1 CPU instance) except that the
+            reference's declares the three multimodal outputs its model.py looks up at load (ours refuses them).
 
 Each question runs ``--runs`` times (default 3) in one server; within a run the models take turns at every load
 level, so a noisy neighbour hits all of them alike; ratios are taken within a run and the tables give the median
@@ -29,7 +38,7 @@ own CSVs, ``<question>.csv`` (all rows), ``<question>.md`` (the tables) and ``<q
 p50/p99 latency against concurrency). ``--results`` also copies the CSV and PNG to ``benchmarks/perf-<question>.*``
 and puts the tables on top of ``benchmarks/RESULTS.md`` (newest first).
 
-    python benchmarks/perf.py models|modes|tune|all [--runs 3] [--quick] [--results]
+    python benchmarks/perf.py models|modes|tune|llm|all [--runs 3] [--quick] [--results]
 """
 
 from __future__ import annotations
@@ -57,11 +66,16 @@ from _common import austen, machine  # noqa: E402
 HF_PACKAGES = ("tokenizers==0.22.2",)
 WEIGHT = 0.5
 N_TEXTS = 512  # corpus paragraphs in each --input-data file
-QUESTIONS = ("models", "modes", "tune")
+QUESTIONS = ("models", "modes", "tune", "llm")
 CSV_FIELDS = ("question", "run", "case", "model", "shm", "mode", "load", "throughput", "p50_ms", "p90_ms",
               "p95_ms", "p99_ms", "server_queue_us", "server_compute_us", "stability_pct", "error")
 TUNE_INSTANCES = (1, 2)
 TUNE_DELAYS_US = (0, 100, 1000, 10000)
+# (d) llm: TensorRT-LLM's model.py files (vendored with their licence), the load
+TRTLLM_REF = ROOT / "tests" / "models" / "trtllm_ref"
+PROMPT_BYTES = 2048  # prompts of ~2 KB
+OUTPUT_TOKENS = 256
+LLM_MODELS = ("llm_preprocess", "trtllm_preprocessing", "llm_postprocess", "trtllm_postprocessing")
 
 
 # ------------------------------------------------------------------------------------------------ repository
@@ -163,6 +177,113 @@ def _width(artifacts: Path) -> int:
     from triton_textops.ops.features import ReadabilityFeatures
 
     return ReadabilityFeatures.load(artifacts / "features.json").n_features
+
+
+def build_llm_repository(directory: Path, tokenizer: Path, reference: Path, ref_env: Path, *,
+                         max_batch_size: int) -> Path:
+    """(d)'s repository: our two LLM models and TensorRT-LLM's, on the same configs and tokenizer directory."""
+    from triton_textops.tools.example import llm
+    from triton_textops.triton.config import write_config
+
+    if directory.exists():
+        shutil.rmtree(directory)
+    pb2 = _pb()
+    models = {
+        "llm_preprocess": (llm.preprocessing_config, "llm_preprocess", None),
+        "trtllm_preprocessing": (llm.preprocessing_config, None, reference / "preprocessing" / "1" / "model.py"),
+        "llm_postprocess": (llm.postprocessing_config, "llm_postprocess", None),
+        "trtllm_postprocessing": (llm.postprocessing_config, None, reference / "postprocessing" / "1" / "model.py"),
+    }
+    for name, (make, ours, ref_py) in models.items():
+        params = {"add_special_tokens": "true"} if make is llm.preprocessing_config else {"skip_special_tokens": "true"}
+        if ref_py is not None:
+            if not ref_py.is_file():
+                raise SystemExit(f"{ref_py}: TensorRT-LLM's model.py not found (--trtllm-ref)")
+            params["EXECUTION_ENV_PATH"] = str(ref_env)  # a directory: used in place, seen by this model only
+            if make is llm.preprocessing_config:
+                params["multimodal_model_path"] = ""  # as their config leaves it: text only
+        cfg = make(name, str(tokenizer), max_batch_size=max_batch_size, params=params)
+        if ref_py is not None and make is llm.preprocessing_config:  # looked up by their initialize
+            for out, dtype, dims in (("OUT_PROMPT_TABLE_EXTRA_IDS", "TYPE_UINT64", [-1]),
+                                     ("PIXEL_VALUES", "TYPE_FP16", [-1, -1, -1, -1]), ("IMAGE_SIZES", "TYPE_INT64", [2])):
+                cfg.output.add(name=out, data_type=pb2.DataType.Value(dtype), dims=dims)
+        (directory / name / "1").mkdir(parents=True)
+        write_config(cfg, directory / name / "config.pbtxt")
+        if ours:
+            (directory / name / "1" / "model.py").write_text(
+                f"from triton_textops.models.{ours} import TritonPythonModel  # noqa: F401\n")
+        else:
+            shutil.copyfile(ref_py, directory / name / "1" / "model.py")
+    return directory
+
+
+def llm_texts(texts: list[str], n: int) -> list[str]:
+    """``n`` prompts of ~PROMPT_BYTES: consecutive paragraphs joined by blank lines, cut at a space."""
+    out, at = [], 0
+    while len(out) < n:
+        parts, size = [], 0
+        while size < PROMPT_BYTES:
+            parts.append(texts[at % len(texts)])
+            size += len(parts[-1].encode()) + 2
+            at += 1
+        blob = "\n\n".join(parts).encode()[:PROMPT_BYTES]
+        out.append(blob[:blob.rfind(b" ")].decode())
+    return out
+
+
+def make_llm_inputs(out: Path, texts: list[str], tokenizer: Path) -> dict[str, Path]:
+    """``--input-data`` of (d): a prompt and REQUEST_OUTPUT_LEN per request; 256 tokens of a text per sequence."""
+    from triton_textops.ops.llm import LLMTokenizer
+    from triton_textops.tools.perf import write_input_data
+
+    prompts = llm_texts(texts, 64)
+    ids = LLMTokenizer(str(tokenizer)).bpe.encode(prompts, add_special_tokens=False).tolist()
+    return {
+        "llm_pre": write_input_data(out / "input-llm_pre.json", [
+            {"QUERY": [p], "REQUEST_OUTPUT_LEN": np.int32([OUTPUT_TOKENS])} for p in prompts]),
+        "llm_post": write_input_data(out / "input-llm_post.json", [
+            {"TOKENS_BATCH": np.int32([i[:OUTPUT_TOKENS]]), "SEQUENCE_LENGTH": np.int32([OUTPUT_TOKENS])}
+            for i in ids]),
+    }
+
+
+def check_llm_equal(server: Any, files: dict[str, Path], ref_env: Path) -> str:
+    """Before timing: both reference models run in their own env, and on 16 requests of each input file ours
+    answer exactly what TensorRT-LLM's model.py answers (every output both give). SystemExit otherwise."""
+    import json
+
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import np_to_triton_dtype
+
+    if server.log.count(f'Using Python execution env {ref_env}"') != 2:
+        raise SystemExit(f"the reference models did not load from {ref_env}:\n{server.log[-3000:]}")
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    n = 0
+    try:
+        for key, ours, ref in (("llm_pre", "llm_preprocess", "trtllm_preprocessing"),
+                               ("llm_post", "llm_postprocess", "trtllm_postprocessing")):
+            for entry in json.loads(files[key].read_text(encoding="utf-8"))["data"][:16]:
+                inputs = []
+                for name, v in entry.items():
+                    is_text = isinstance(v["content"][0], str)
+                    arr = np.array([v["content"]], dtype=np.object_ if is_text else np.int32)
+                    arr = (np.char.encode(arr.astype(str), "utf-8").astype(np.object_) if is_text else arr).reshape(
+                        [1, *v["shape"]])
+                    i = grpcclient.InferInput(name, list(arr.shape), np_to_triton_dtype(arr.dtype))
+                    i.set_data_from_numpy(arr)
+                    inputs.append(i)
+                got = {}
+                for model in (ours, ref):
+                    res = client.infer(model, inputs)
+                    got[model] = {o.name: res.as_numpy(o.name) for o in res.get_response().outputs}
+                for name in set(got[ours]) & set(got[ref]):
+                    a, b = got[ours][name], got[ref][name]
+                    if a.shape != b.shape or a.tolist() != b.tolist():
+                        raise SystemExit(f"{ours} and {ref} differ on {name}: {a!r} vs {b!r}")
+                n += 1
+    finally:
+        client.close()
+    return f"checked: on {n} requests our models' outputs equal TensorRT-LLM's model.py's (run in {ref_env})"
 
 
 # ------------------------------------------------------------------------------------------------ inputs
@@ -268,6 +389,11 @@ def cases_for(question: str) -> list[Case]:
     if question == "modes":
         return [Case("(B) ensemble_all", "ensemble_all", "ensemble_all"),
                 Case("(A) served part: bert-large + cuml", "served_models", "served_models")]
+    if question == "llm":
+        return [Case("llm_preprocess (ours)", "llm_preprocess", "llm_pre"),
+                Case("TensorRT-LLM preprocessing", "trtllm_preprocessing", "llm_pre"),
+                Case("llm_postprocess (ours)", "llm_postprocess", "llm_post"),
+                Case("TensorRT-LLM postprocessing", "trtllm_postprocessing", "llm_post")]
     return [Case(f"{n} instance{'s' if n > 1 else ''}, delay {us} us", tune_name(n, us), "INPUT0")
             for n in TUNE_INSTANCES for us in TUNE_DELAYS_US]
 
@@ -459,6 +585,24 @@ def report(question: str, points: list[Point], cases: list[Case], inputs: Inputs
                       "the rate means the model fell behind):", "",
                       table(points, [c for c in cases if c.model in ("preprocess", "hf_preprocess") and
                                      c.shm == "none"], "request_rate", None, st), ""]
+    elif question == "llm":
+        parts.append(f"Cells: median (min–max) over {runs} runs; ratios within each run:")
+        for ours, ref, what in (("llm_preprocess", "trtllm_preprocessing", "preprocessing, ~2 KB prompts"),
+                                ("llm_postprocess", "trtllm_postprocessing", f"postprocessing, {OUTPUT_TOKENS} tokens")):
+            pair = [c for c in cases if c.model in (ours, ref)]
+            base = next(c for c in cases if c.model == ref)
+            parts += ["", f"{what}:", "", table(points, pair, "concurrency", base, st), ""]
+            for load, goal in ((1, 1.2), (64, 5.0)):
+                ratios = [a.row.throughput / b.row.throughput for r in range(1, runs + 1)
+                          if (a := _get(points, pair[0], "concurrency", load, r)) and a.ok
+                          and (b := _get(points, base, "concurrency", load, r)) and b.ok]
+                if ratios:
+                    med = statistics.median(ratios)
+                    parts.append(f"- {what}, concurrency {load}: {med:.2f}x TensorRT-LLM's model.py (runs "
+                                 f"{min(ratios):.2f}–{max(ratios):.2f}x); goal >= {goal:g}x: "
+                                 + ("met" if min(ratios) >= goal else "met by the median, not by every run"
+                                    if med >= goal else "NOT met"))
+        parts.append("")
     elif question == "modes":
         served = next(c for c in cases if c.model == "served_models")
         client = inputs.client_ms
@@ -502,7 +646,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--runs", type=int, default=3, help="rounds of the whole sweep (default 3)")
     ap.add_argument("--quick", action="store_true", help="1 run, concurrency 1 and 8, short windows (a smoke run)")
     ap.add_argument("--concurrency", default=None,
-                    help="concurrency levels, comma-separated (default 1,8,64; modes: 1,4,16)")
+                    help="concurrency levels, comma-separated (default 1,8,64; modes: 1,4,16; llm: 1,64)")
     ap.add_argument("--request-rates", default="200,400,800", help="request rates for `models` ('' for none)")
     ap.add_argument("--interval-ms", type=int, default=None,
                     help="perf_analyzer measurement window (default 2000; modes 6000)")
@@ -518,13 +662,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--results", action="store_true",
                     help="add the tables on top of benchmarks/RESULTS.md, copy CSV + PNG to benchmarks/perf-<question>.*")
     ap.add_argument("--results-file", type=Path, default=HERE / "RESULTS.md")
+    ap.add_argument("--trtllm-ref", type=Path, default=TRTLLM_REF,
+                    help="TensorRT-LLM's model files: <dir>/preprocessing/1/model.py, <dir>/postprocessing/1/model.py "
+                    "(default tests/models/trtllm_ref)")
     args = ap.parse_args(argv)
     if args.quick:
         args.runs, args.interval_ms = 1, args.interval_ms or 1000
         args.concurrency = args.concurrency or "1,8"
         args.request_rates = "200" if args.request_rates == "200,400,800" else args.request_rates
-    levels = {q: [int(c) for c in (args.concurrency or ("1,4,16" if q == "modes" else "1,8,64")).split(",")]
-              for q in QUESTIONS}
+    default = {"modes": "1,4,16", "llm": "1,64"}
+    levels = {q: [int(c) for c in (args.concurrency or default.get(q, "1,8,64")).split(",")] for q in QUESTIONS}
     args.concurrency = levels
     args.request_rates = [float(r) for r in args.request_rates.split(",") if r.strip()]
     return args
@@ -548,28 +695,54 @@ def main(argv: list[str] | None = None) -> int:
     raw = out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
 
-    step("trained example artifacts (first run trains: a few minutes)")
-    with redirect_stdout(log_file):
-        artifacts, _, trained = rd.cached_artifacts(args.cache / "artifacts", rd.TrainConfig(), out=log_file)
+    from triton_textops.triton.config import load_config
+
     pa = find_perf_analyzer()
     step(f"{pa.version()}: {pa.executable} ({pa.origin})")
     install = find_server()
-    env = args.python_env or model_runtime_env(packages=[*rd.RUNTIME_PACKAGES, *HF_PACKAGES])
-    repo = build_repository(args.cache / "bench-perf-repo", artifacts, max_batch_size=args.max_batch_size)
-    step(f"repository {repo}; server {install.executable}; model env {env}")
-    from triton_textops.triton.config import load_config
-
-    delay_us = load_config(repo / "preprocess" / "config.pbtxt").dynamic_batching.max_queue_delay_microseconds
     texts = list(np.random.default_rng(0).permutation(np.array(austen(), dtype=object))[:N_TEXTS])
-    inputs = make_inputs(out, [str(t) for t in texts], artifacts, client_side="modes" in questions)
+    repos: dict[str, Path] = {}
+    delays: dict[str, int] = {}
+    envs: dict[str, Path] = {}
+    inputs = Inputs({})
+    if any(q != "llm" for q in questions):
+        step("trained example artifacts (first run trains: a few minutes)")
+        with redirect_stdout(log_file):
+            artifacts, _, trained = rd.cached_artifacts(args.cache / "artifacts", rd.TrainConfig(), out=log_file)
+        env = args.python_env or model_runtime_env(packages=[*rd.RUNTIME_PACKAGES, *HF_PACKAGES])
+        repo = build_repository(args.cache / "bench-perf-repo", artifacts, max_batch_size=args.max_batch_size)
+        step(f"repository {repo}; server {install.executable}; model env {env}")
+        delay = load_config(repo / "preprocess" / "config.pbtxt").dynamic_batching.max_queue_delay_microseconds
+        inputs = make_inputs(out, [str(t) for t in texts], artifacts, client_side="modes" in questions)
+        repos.update(dict.fromkeys((q for q in questions if q != "llm"), repo))
+        delays.update(dict.fromkeys(repos, delay))
+        envs.update(dict.fromkeys(repos, env))
+    if "llm" in questions:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from llm_dirs import write_tokenizer_dir
+        from llm_reference import REFERENCE_PACKAGES  # the tests' pins (transformers 4.47.0, ...)
+
+        tok = write_tokenizer_dir(out / "tokenizer", "llama3")
+        packages = (*REFERENCE_PACKAGES, "pillow", "requests")  # their preprocessing model.py imports both
+        step(f"TensorRT-LLM's env (cached): {', '.join(packages)}")
+        ref_env = model_runtime_env(packages=packages)
+        envs["llm"] = args.python_env or model_runtime_env()
+        repos["llm"] = build_llm_repository(out / "llm-repo", tok, args.trtllm_ref, ref_env,
+                                            max_batch_size=args.max_batch_size)
+        delays["llm"] = load_config(repos["llm"] / "llm_preprocess" / "config.pbtxt") \
+            .dynamic_batching.max_queue_delay_microseconds
+        inputs.files.update(make_llm_inputs(out, [str(t) for t in texts], tok))
+        step(f"repository {repos['llm']} (tokenizer {tok}); reference model.py from {args.trtllm_ref}, env {ref_env}")
 
     models = {"models": ["preprocess", "hf_preprocess", "tokenize", "hf_tokenize"],
               "modes": ["ensemble_all", "served_models"],
-              "tune": [tune_name(n, us) for n in TUNE_INSTANCES for us in TUNE_DELAYS_US]}
+              "tune": [tune_name(n, us) for n in TUNE_INSTANCES for us in TUNE_DELAYS_US],
+              "llm": list(LLM_MODELS)}
     sections = []
     for q in questions:
         load = [f"--load-model={m}" for m in models[q]]
-        server = TritonServer(repo, install=install, python_env=env, startup_timeout=600,
+        delay_us = delays[q]
+        server = TritonServer(repos[q], install=install, python_env=envs[q], startup_timeout=600,
                               extra_args=["--model-control-mode=explicit", *load])
         try:
             server.start()
@@ -579,21 +752,27 @@ def main(argv: list[str] | None = None) -> int:
         try:
             step(f"{q}: tritonserver ready (gRPC {server.grpc_url}), models {', '.join(models[q])}")
             cases = cases_for(q)
+            if q == "llm":
+                step(check_llm_equal(server, inputs.files, ref_env))
             points = measure(q, cases, inputs, pa, server.grpc_url, args, raw, step)
         finally:
             server.stop()
         date = time.strftime("%Y-%m-%d %H:%M")
+        per_request = {"llm": f"one ~{PROMPT_BYTES // 1024} KB prompt (64 round robin) or one {OUTPUT_TOKENS}-token "
+                              "sequence (64) per request (`-b 1`, `--input-data`)"}.get(
+            q, f"one corpus paragraph per request (`-b 1`), {N_TEXTS} paragraphs round robin (`--input-data`)")
         setup = (f"Machine: {machine()}. {pa.version().split(' (')[0]} (tritonclient wheel) against tritonserver "
                  f"2.51.0 (nvidia-pytriton wheel) on the same machine, gRPC on 127.0.0.1; Python backend, KIND_CPU, "
                  f"max_batch_size {args.max_batch_size}, dynamic batching (max_queue_delay {delay_us} us unless "
-                 f"the model says otherwise), 1 instance unless said; one corpus paragraph per request (`-b 1`), "
-                 f"{N_TEXTS} paragraphs round robin (`--input-data`); windows of "
+                 f"the model says otherwise), 1 instance unless said; {per_request}; windows of "
                  f"{args.interval_ms or (6000 if q == 'modes' else 2000)} ms until 3 agree within "
                  f"{args.stability:g}% (at most {args.max_trials}); latencies are perf_analyzer's client-side ones. "
                  f"{args.runs} run(s); the models take turns at each load level within a run.")
         title = {"models": "(a) our preprocess / tokenize models vs an HF-tokenizers Python model",
                  "modes": "(b) deployment modes on CPU: ensemble_all vs client-side pre/post + served models",
-                 "tune": "(c) preprocess: max_queue_delay_microseconds x instance count"}[q]
+                 "tune": "(c) preprocess: max_queue_delay_microseconds x instance count",
+                 "llm": "(d) llm_preprocess / llm_postprocess vs TensorRT-LLM's preprocessing / postprocessing "
+                        "model.py"}[q]
         cmd = f"benchmarks/perf.py {q}" + (" --quick" if args.quick else f" --runs {args.runs}")
         section = f"### {title}: `{cmd}` ({date})\n\n" + report(q, points, cases, inputs, setup, args.stability)
         (out / f"{q}.md").write_text(section + "\n", encoding="utf-8")

@@ -1,4 +1,5 @@
-"""``triton-textops example readability DIR``: build the trained example repository of the seed's pipeline.
+"""``triton-textops example readability DIR``: build the trained example repository of the seed's pipeline
+(``example llm DIR``: the LLM example, :mod:`triton_textops.tools.example.llm`).
 
 Trains (or reuses from the cache) the features artifact, the MiniLM regressor ``model.onnx`` and the random
 forest ``checkpoint.tl`` (:mod:`triton_textops.tools.example.readability`), then writes the ``ensemble_all``
@@ -32,6 +33,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_build_options(r)
     r.add_argument("directory", help="model repository to write (its five model directories are replaced)")
     r.set_defaults(func=run)
+    from triton_textops.tools.example import llm
+
+    g = which.add_parser("llm", help="TensorRT-LLM's ensemble: our llm_preprocess/llm_postprocess around a stand-in "
+                         "streaming generator", description=llm.__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument("directory", help="model repository to write")
+    g.add_argument("--tokenizer", required=True,
+                   help="a directory with tokenizer.json (+ tokenizer_config.json) or a .tiktoken file (copied)")
+    g.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a further parameter of both llm models, e.g. the encoding of a .tiktoken file (repeatable)")
+    g.add_argument("--max-batch-size", type=int, default=64, help="max_batch_size of every model (default 64)")
+    g.add_argument("--instances", type=int, default=1, help="instances of each python model (default 1)")
+    g.add_argument("--seed", type=int, default=0, help="the generator's chunk sizes: seed (default 0)")
+    g.add_argument("--max-chunk-tokens", type=int, default=4, help="largest chunk the generator streams (default 4)")
+    g.add_argument("--step-delay-ms", type=float, default=0.0,
+                   help="pause of the generator between chunks, as a model's decoding step (default 0)")
+    g.add_argument("--overwrite", action="store_true", help="replace existing model directories of these names")
+    g.set_defaults(func=run_llm)
 
 
 def add_build_options(p: argparse.ArgumentParser) -> None:
@@ -87,4 +106,29 @@ def run(args: argparse.Namespace) -> int:
         print(f"triton-textops example readability: error: {exc}", file=sys.stderr)
         return 2
     print(f"serve it: triton-textops serve {repo}   (score with: triton-textops demo --repository {repo})")
+    return 0
+
+
+def run_llm(args: argparse.Namespace) -> int:
+    """``triton-textops example llm DIR --tokenizer PATH``."""
+    from triton_textops.tools.example import llm
+    from triton_textops.tools.repo.generate import RepositoryError
+
+    params = {}
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"triton-textops example llm: error: --param {item!r}: expected KEY=VALUE", file=sys.stderr)
+            return 2
+        params[key] = value
+    try:
+        repo = llm.build_repository(args.directory, args.tokenizer, overwrite=args.overwrite, tokenizer_params=params,
+                                    max_batch_size=args.max_batch_size, instances=args.instances, seed=args.seed,
+                                    max_chunk_tokens=args.max_chunk_tokens, step_delay_ms=args.step_delay_ms)
+    except RepositoryError as exc:
+        print(f"triton-textops example llm: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {repo}: {', '.join(llm.MODELS)}")
+    print(f"serve it: triton-textops serve {repo}   (stream with gRPC: model 'ensemble', text_input, max_tokens, "
+          "stream=true)")
     return 0
