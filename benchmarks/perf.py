@@ -30,6 +30,8 @@ Questions (``python benchmarks/perf.py QUESTION``):
             (numpy<2 for the 24.10 stub) that only they name (``EXECUTION_ENV_PATH``).
             The configs are the same (tensors, max_batch_size, dynamic batching, 1 CPU instance) except that the
             reference's declares the three multimodal outputs its model.py looks up at load (ours refuses them).
+            A third postprocessing model, the Python-backend floor (reads TOKENS_BATCH, answers a fixed text, no
+            decoding), bounds what any postprocessing model.py can reach on this server.
 
 Each question runs ``--runs`` times (default 3) in one server; within a run the models take turns at every load
 level, so a noisy neighbour hits all of them alike; ratios are taken within a run and the tables give the median
@@ -75,7 +77,26 @@ TUNE_DELAYS_US = (0, 100, 1000, 10000)
 TRTLLM_REF = ROOT / "tests" / "models" / "trtllm_ref"
 PROMPT_BYTES = 2048  # prompts of ~2 KB
 OUTPUT_TOKENS = 256
-LLM_MODELS = ("llm_preprocess", "trtllm_preprocessing", "llm_postprocess", "trtllm_postprocessing")
+LLM_MODELS = ("llm_preprocess", "trtllm_preprocessing", "llm_postprocess", "trtllm_postprocessing",
+              "floor_postprocessing")
+# (d)'s floor: what any Python-backend model pays per request on postprocessing's config, with no decoding (reads
+# TOKENS_BATCH, answers a fixed ~1 KB text per sequence): an upper bound on any postprocessing model.py's rate
+FLOOR_POSTPROCESSING = """import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.text = b"x" * 1024
+
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            shape = pb_utils.get_input_tensor_by_name(r, "TOKENS_BATCH").as_numpy().shape[:-1]
+            text = np.full(shape, self.text, dtype=object)
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT", text)]))
+        return out
+"""
 
 
 # ------------------------------------------------------------------------------------------------ repository
@@ -193,6 +214,7 @@ def build_llm_repository(directory: Path, tokenizer: Path, reference: Path, ref_
         "trtllm_preprocessing": (llm.preprocessing_config, None, reference / "preprocessing" / "1" / "model.py"),
         "llm_postprocess": (llm.postprocessing_config, "llm_postprocess", None),
         "trtllm_postprocessing": (llm.postprocessing_config, None, reference / "postprocessing" / "1" / "model.py"),
+        "floor_postprocessing": (llm.postprocessing_config, None, None),
     }
     for name, (make, ours, ref_py) in models.items():
         params = {"add_special_tokens": "true"} if make is llm.preprocessing_config else {"skip_special_tokens": "true"}
@@ -212,6 +234,8 @@ def build_llm_repository(directory: Path, tokenizer: Path, reference: Path, ref_
         if ours:
             (directory / name / "1" / "model.py").write_text(
                 f"from triton_textops.models.{ours} import TritonPythonModel  # noqa: F401\n")
+        elif ref_py is None:
+            (directory / name / "1" / "model.py").write_text(FLOOR_POSTPROCESSING)
         else:
             shutil.copyfile(ref_py, directory / name / "1" / "model.py")
     return directory
@@ -393,7 +417,8 @@ def cases_for(question: str) -> list[Case]:
         return [Case("llm_preprocess (ours)", "llm_preprocess", "llm_pre"),
                 Case("TensorRT-LLM preprocessing", "trtllm_preprocessing", "llm_pre"),
                 Case("llm_postprocess (ours)", "llm_postprocess", "llm_post"),
-                Case("TensorRT-LLM postprocessing", "trtllm_postprocessing", "llm_post")]
+                Case("TensorRT-LLM postprocessing", "trtllm_postprocessing", "llm_post"),
+                Case("Python floor (no decode)", "floor_postprocessing", "llm_post")]
     return [Case(f"{n} instance{'s' if n > 1 else ''}, delay {us} us", tune_name(n, us), "INPUT0")
             for n in TUNE_INSTANCES for us in TUNE_DELAYS_US]
 
@@ -591,7 +616,8 @@ def report(question: str, points: list[Point], cases: list[Case], inputs: Inputs
                                 ("llm_postprocess", "trtllm_postprocessing", f"postprocessing, {OUTPUT_TOKENS} tokens")):
             pair = [c for c in cases if c.model in (ours, ref)]
             base = next(c for c in cases if c.model == ref)
-            parts += ["", f"{what}:", "", table(points, pair, "concurrency", base, st), ""]
+            shown = pair + [c for c in cases if c.model == "floor_postprocessing" and ref == "trtllm_postprocessing"]
+            parts += ["", f"{what}:", "", table(points, shown, "concurrency", base, st), ""]
             for load, goal in ((1, 1.2), (64, 5.0)):
                 ratios = [a.row.throughput / b.row.throughput for r in range(1, runs + 1)
                           if (a := _get(points, pair[0], "concurrency", load, r)) and a.ok
@@ -602,6 +628,16 @@ def report(question: str, points: list[Point], cases: list[Case], inputs: Inputs
                                  f"{min(ratios):.2f}–{max(ratios):.2f}x); goal >= {goal:g}x: "
                                  + ("met" if min(ratios) >= goal else "met by the median, not by every run"
                                     if med >= goal else "NOT met"))
+        floor = [c for c in cases if c.model == "floor_postprocessing"]
+        ref = next(c for c in cases if c.model == "trtllm_postprocessing")
+        for load in (1, 64):
+            ratios = [a.row.throughput / b.row.throughput for r in range(1, runs + 1) for c in floor
+                      if (a := _get(points, c, "concurrency", load, r)) and a.ok
+                      and (b := _get(points, ref, "concurrency", load, r)) and b.ok]
+            if ratios:
+                parts.append(f"- the Python-backend floor (no decoding at all), concurrency {load}: "
+                             f"{statistics.median(ratios):.2f}x TensorRT-LLM's postprocessing (runs "
+                             f"{min(ratios):.2f}–{max(ratios):.2f}x): no postprocessing model.py can be faster")
         parts.append("")
     elif question == "modes":
         served = next(c for c in cases if c.model == "served_models")
