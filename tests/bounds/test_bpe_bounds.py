@@ -67,7 +67,7 @@ def test_bad_caller_buffers_and_ids() -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.lists(PIECES | st.text(max_size=12), max_size=10).map("".join), min_size=1, max_size=12),
-       st.sampled_from([(4, 4, 2, 2, 3), (8, 8, 64, 16, 3), (16, 32, 300, 300, 3)]))
+       st.sampled_from([(4, 4, 2, 2), (8, 8, 64, 16), (16, 32, 300, 300)]))
 def test_merge_cache_full_and_reset_in_bounds(texts, shape):
     """The merge cache emptied and refilled all the time (tiny shapes: pieces that never fit, that fit once):
     every access in bounds, ids equal to the uncached tokenizer's."""

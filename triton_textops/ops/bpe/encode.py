@@ -36,7 +36,7 @@ BAD_UTF8, SIZE_BOUND, BAD_SPAN, DISALLOWED, TOO_LONG = 1, 2, 3, 6, 5  # (0: fine
 MAX_TEXT_BYTES = (1 << 31) - 1 - 64  # longest text: scratch indices are int32 within a text's region
 # the scratch tuple: normalized bytes (written), merge work rows, ids, and the normalized bytes again as the text's
 # buffer type (read-only on the CPU): every scanner and merge then compiles for one buffer type, not two
-S_NBUF, S_WORK, S_IDS, S_NBUF_READ, S_CACHE = range(5)  # S_CACHE: the merge cache (merge.CACHE_SHAPE), a row per
+S_NBUF, S_WORK, S_IDS, S_NBUF_READ, S_CACHE = range(5)  # S_CACHE: the merge cache (merge.CACHE_SHAPE): a row per
 # CPU share, whose row ``row`` (the share's; none on the GPU: 0 rows) bpe_text and what it calls use
 
 
@@ -254,23 +254,22 @@ def bpe_text(t, row, wb, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
 
 
 @K.device
-def compact_text(t, offsets, cfg, scr, out_off, out):
-    """Copy text ``t``'s ids from its scratch region to ``out[out_off[t]:out_off[t+1]]``."""
+def compact_text(t, offsets, cfg, ids, out_off, out):
+    """Copy text ``t``'s ids from its scratch region of ``ids`` to ``out[out_off[t]:out_off[t+1]]``."""
     base = cfg[C_MULT] * offsets[t] + cfg[C_EXTRA] * t
     a = out_off[t]
-    ids = scr[S_IDS]
     for k in range(out_off[t + 1] - a):
         out[a + k] = ids[base + k]
 
 
-def _compact_cpu(share, shares, n, offsets, cfg, scr, out_off, out):
+def _compact_cpu(share, shares, n, offsets, cfg, ids, out_off, out):
     for t in range(share, n, shares):
-        compact_text(t, offsets, cfg, scr, out_off, out)
+        compact_text(t, offsets, cfg, ids, out_off, out)
 
 
-def _compact_gpu(n, offsets, cfg, scr, out_off, out):
+def _compact_gpu(n, offsets, cfg, ids, out_off, out):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        compact_text(t, offsets, cfg, scr, out_off, out)
+        compact_text(t, offsets, cfg, ids, out_off, out)
 
 
 COMPACT = (K.cpu(_compact_cpu), K.gpu(_compact_gpu))

@@ -21,10 +21,14 @@ from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe.formats import BPESpec
 
 SHORT = 48  # pieces of more symbols use the heap
-# the merge cache of the CPU kernels: per share (a row of each array), pieces of up to CACHE_PIECE bytes that were
-# merged -> their ids. Arrays (slots, entries, bytes, ids, counts): CACHE_SHAPE columns each; emptied when full
+# the merge cache of the CPU kernels, a row per kernel share: pieces of up to CACHE_PIECE bytes that were merged ->
+# their ids, emptied when full. Two arrays (few arguments: each array a kernel layer passes costs compile time):
+# meta int64 [used entries, bytes used, ids used, slots, entry columns | slots | entries (2 columns each) | ids] and
+# the pieces' bytes (uint8). CACHE_SHAPE: (slots, entry columns, bytes, ids), the slots a power of 2
 CACHE_PIECE = 255
-CACHE_SHAPE = (1 << 15, 1 << 15, 1 << 19, 1 << 18, 3)
+CACHE_SHAPE = (1 << 15, 1 << 15, 1 << 19, 1 << 18)
+C_USED, C_BYTES, C_IDS, C_SLOTS, C_ENTS = range(5)
+CACHE_HEAD = 5
 NO_PAIR = 0x7FFFFFFF  # rank of a symbol with no mergeable right neighbour
 # the vocabulary tuple a kernel takes (one argument): indices of its arrays
 # PAIRS: (slots, 2) int64, each slot (left id << 32 | right id, rank << 32 | result id): one cache line a probe
@@ -251,21 +255,24 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
 
 @K.device
 def cache_get(buf, lo, hi, h, cache, row, out, o):
-    """The ids of a pre-token merged before by this CPU share (row ``row`` of the cache tuple), copied to
-    ``out[o:]``: the new ``o``, or -1 when it is not cached (or the cache is off: it has no row ``row``)."""
-    slots, ents, pool, ids, stat = cache
+    """The ids of a pre-token merged before by this CPU share (row ``row`` of the cache), copied to ``out[o:]``:
+    the new ``o``, or -1 when it is not cached (or the cache is off: it has no row ``row``)."""
+    meta, pool = cache
     n = hi - lo
-    if row >= slots.shape[0] or n > CACHE_PIECE:
+    if row >= meta.shape[0] or n > CACHE_PIECE:
         return -1
-    mask = slots.shape[1] - 1
+    ns = meta[row, C_SLOTS]
+    ents = CACHE_HEAD + ns
+    ids = ents + meta[row, C_ENTS]
+    mask = ns - 1
     s = (h ^ (h >> 15)) & mask
-    for _ in range(slots.shape[1]):
-        v = slots[row, s]
+    for _ in range(ns):
+        v = meta[row, CACHE_HEAD + s]
         if v < 0:
             return -1
         if (v >> 32) == (h & 0x7FFFFFFF):
             e = v & 0xFFFFFFFF
-            b = ents[row, 2 * e]
+            b = meta[row, ents + 2 * e]
             if (b & 0xFFFFFFFF) == n:
                 a = b >> 32
                 same = True
@@ -274,11 +281,11 @@ def cache_get(buf, lo, hi, h, cache, row, out, o):
                         same = False
                         break
                 if same:
-                    d = ents[row, 2 * e + 1]
-                    at = d >> 32
+                    d = meta[row, ents + 2 * e + 1]
+                    at = ids + (d >> 32)
                     m = d & 0xFFFFFFFF
                     for k in range(m):
-                        out[o + k] = ids[row, at + k]
+                        out[o + k] = meta[row, at + k]
                     return o + m
         s = (s + 1) & mask
     return -1
@@ -288,38 +295,41 @@ def cache_get(buf, lo, hi, h, cache, row, out, o):
 def cache_put(buf, lo, hi, h, cache, row, out, o, e):
     """Remember that pre-token ``buf[lo:hi]`` merges to ``out[o:e]`` (a miss of :func:`cache_get`, just merged).
     A full cache is emptied first; pieces over :data:`CACHE_PIECE` bytes are not kept."""
-    slots, ents, pool, ids, stat = cache
+    meta, pool = cache
     n = hi - lo
     m = e - o
-    if row >= slots.shape[0] or n > CACHE_PIECE:
+    if row >= meta.shape[0] or n > CACHE_PIECE:
         return
-    used = stat[row, 0]
-    if 2 * (used + 1) > slots.shape[1] or 2 * (used + 1) > ents.shape[1] or stat[row, 1] + n > pool.shape[1] \
-            or stat[row, 2] + m > ids.shape[1]:
-        for k in range(slots.shape[1]):
-            slots[row, k] = -1
-        stat[row, 0] = 0
-        stat[row, 1] = 0
-        stat[row, 2] = 0
+    ns = meta[row, C_SLOTS]
+    ents = CACHE_HEAD + ns
+    ids = ents + meta[row, C_ENTS]
+    used = meta[row, C_USED]
+    if 2 * (used + 1) > ns or ents + 2 * (used + 1) > ids or meta[row, C_BYTES] + n > pool.shape[1] \
+            or ids + meta[row, C_IDS] + m > meta.shape[1]:
+        for k in range(ns):
+            meta[row, CACHE_HEAD + k] = -1
+        meta[row, C_USED] = 0
+        meta[row, C_BYTES] = 0
+        meta[row, C_IDS] = 0
         used = 0
-        if 2 > slots.shape[1] or 2 > ents.shape[1] or n > pool.shape[1] or m > ids.shape[1]:
+        if 2 > ns or ents + 2 > ids or n > pool.shape[1] or ids + m > meta.shape[1]:
             return
-    mask = slots.shape[1] - 1
+    mask = ns - 1
     s = (h ^ (h >> 15)) & mask
-    while slots[row, s] >= 0:  # at most half the slots are taken: an empty one is always found
+    while meta[row, CACHE_HEAD + s] >= 0:  # at most half the slots are taken: an empty one is always found
         s = (s + 1) & mask
-    a = stat[row, 1]
-    at = stat[row, 2]
+    a = meta[row, C_BYTES]
+    at = meta[row, C_IDS]
     for k in range(n):
         pool[row, a + k] = buf[lo + k]
     for k in range(m):
-        ids[row, at + k] = out[o + k]
-    ents[row, 2 * used] = (a << 32) | n
-    ents[row, 2 * used + 1] = (at << 32) | m
-    slots[row, s] = ((h & 0x7FFFFFFF) << 32) | used
-    stat[row, 0] = used + 1
-    stat[row, 1] = a + n
-    stat[row, 2] = at + m
+        meta[row, ids + at + k] = out[o + k]
+    meta[row, ents + 2 * used] = (a << 32) | n
+    meta[row, ents + 2 * used + 1] = (at << 32) | m
+    meta[row, CACHE_HEAD + s] = ((h & 0x7FFFFFFF) << 32) | used
+    meta[row, C_USED] = used + 1
+    meta[row, C_BYTES] = a + n
+    meta[row, C_IDS] = at + m
 
 
 @K.device(inline=True)

@@ -37,7 +37,7 @@ from triton_textops.ops.bpe.encode import (
     TOO_LONG,
     encode_kernels,
 )
-from triton_textops.ops.bpe.merge import CACHE_SHAPE, N_WORK_ROWS, Vocab
+from triton_textops.ops.bpe.merge import CACHE_HEAD, CACHE_SHAPE, N_WORK_ROWS, Vocab
 from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_tables
 from triton_textops.ops.bpe.pretok import class_tables
 from triton_textops.ops.text import TextBatch, runs_on_cpu
@@ -245,11 +245,11 @@ class BPETokenizer:
         got = getattr(self._tls, "cache", None)
         shares = K.get_num_threads() if self.target == "cpu" else 0
         if got is None or got[0].shape[0] < shares:
-            xp = self.xp
-            got = tuple(allocate(xp, (shares, cols), dtype, "the merge cache")
-                        for cols, dtype in zip(CACHE_SHAPE, (np.int64, np.int64, np.uint8, np.int32, np.int64)))
-            got[0].fill(-1)
-            got[4].fill(0)
+            slots, ents, nbytes, nids = CACHE_SHAPE
+            meta = np.full((shares, CACHE_HEAD + slots + ents + nids), -1, dtype=np.int64)
+            meta[:, :CACHE_HEAD] = [0, 0, 0, slots, ents]
+            got = (K.to_device(meta, self.target, self.xp) if shares else allocate(self.xp, (0, 1), np.int64, "cache"),
+                   allocate(self.xp, (shares, nbytes), np.uint8, "the merge cache"))
             self._tls.cache = got
         return got
 
@@ -315,7 +315,7 @@ class BPETokenizer:
         d_off = K.to_device(off, self.target, xp)
         out = xp.empty(int(off[-1]), dtype=np.int64)
         if n:
-            K.launch(self.target, COMPACT, n, batch.offsets, args[6], args[7], d_off, out)
+            K.launch(self.target, COMPACT, n, batch.offsets, args[6], args[7][2], d_off, out)
         return Ragged(out, d_off)
 
     def _encode_one(self, text: str | bytes, add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> Ragged:
