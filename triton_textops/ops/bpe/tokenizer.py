@@ -248,7 +248,7 @@ class BPETokenizer:
             slots, ents, nbytes, nids = CACHE_SHAPE
             meta = np.full((shares, CACHE_HEAD + slots + ents + nids), -1, dtype=np.int64)
             meta[:, :CACHE_HEAD] = [0, 0, 0, slots, ents]
-            got = (K.to_device(meta, self.target, self.xp) if shares else allocate(self.xp, (0, 1), np.int64, "cache"),
+            got = (meta if shares else allocate(self.xp, (0, 1), np.int64, "the merge cache"),  # (the GPU: none)
                    allocate(self.xp, (shares, nbytes), np.uint8, "the merge cache"))
             self._tls.cache = got
         return got
