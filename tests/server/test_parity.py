@@ -347,20 +347,25 @@ def test_decoupled_bls_with_bytes_model_name_identical(triton_runtime: object, t
     # while the stub is busy taking the 500 late BLS responses on this loaded 2-core machine: first seen on the
     # shared fidelity server after the late-response tests, on 2026-12-01 also in isolation (1 run of 3). The
     # server log shows nothing. Only that error is retried; any other error, or the same one three times,
-    # fails. 500 responses here; 2000 in the harness test (test_fidelity.py).
+    # fails. 500 responses here; 2000 in the harness test (test_fidelity.py). Under two pytest workers the HTTP
+    # client once lost the connection (geventhttpclient's HTTPConnectionClosed) while the server was busy: a
+    # transport error is retried the same way, and fails the test with its text on the third attempt.
     inputs = {"N": np.array([500], np.int32)}
     for attempt in range(3):
         repo = make_repository(tmp_path / f"bls_repo{attempt}", TESTING_MODELS / "bls_late_sum",
                                TESTING_MODELS / "late_repeat")
         srv = start_server(triton_runtime, repo, "decoupled BLS models (#19)")  # type: ignore[arg-type]
         try:
-            real, err = server_infer(srv.http_url, "bls_late_sum", inputs)
+            try:
+                real, err = server_infer(srv.http_url, "bls_late_sum", inputs)
+            except Exception as exc:  # noqa: BLE001 - the HTTP client's own errors (seen: HTTPConnectionClosed)
+                real, err = {}, f"transport: {exc!r}"
             log = srv.log[-4000:]
         finally:
             srv.stop()
-        if err is None or "is not healthy" not in str(err) or attempt == 2:
+        if err is None or not ("is not healthy" in err or err.startswith("transport: ")) or attempt == 2:
             break
-    assert err is None, log
+    assert err is None, f"{err}\n{log}"
     loaded("late_repeat")
     mock, merr = harness_infer(loaded("bls_late_sum"), inputs)
     assert merr is None
