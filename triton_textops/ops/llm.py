@@ -147,13 +147,14 @@ class LLMTokenizer:
         self.vocab_len = len(set(spec.vocab.values()) | {a.id for a in spec.added})  # len(tokenizer.vocab)
         self.clean_up = bool(cfg.get("clean_up_tokenization_spaces", False))  # transformers 4.47's default
         self.has_template = bool(spec.prefix or spec.suffix)
+        self._default_outputs: dict[tuple[int, np.dtype], dict[str, np.ndarray]] = {}
         self.warm_up()
 
     def warm_up(self) -> None:
         """Compile (or load from numba's cache) the kernels a request runs, on the CPU and, for a GPU tokenizer
         taking batches of ``gpu_min_batch`` texts, on the GPU: at load, not on the first request."""
         raw = WARM_UP.encode()
-        sizes = {1, self.gpu_min_batch or 1} if self.bpe.target != "cpu" else {1}
+        sizes = {1, 2, self.gpu_min_batch or 1} if self.bpe.target != "cpu" else {1, 2}  # (one text: its own path)
         for n in sorted(sizes):
             texts = (np.frombuffer(raw * n, np.uint8), np.arange(n + 1, dtype=np.int64) * len(raw))
             self.encode_groups([texts], [True])
@@ -174,9 +175,12 @@ class LLMTokenizer:
         flags = [s and self.has_template for s in specials]  # without a template the flag changes nothing
         for flag in sorted(set(flags)):
             idx = [i for i, f in enumerate(flags) if f == flag]
-            data = np.concatenate([texts[i][0] for i in idx]) if len(idx) > 1 else texts[idx[0]][0]
-            shift = np.cumsum([0] + [texts[i][0].shape[0] for i in idx[:-1]])
-            offsets = np.concatenate([[0]] + [texts[i][1][1:] + s for i, s in zip(idx, shift)]).astype(np.int64)
+            if len(idx) == 1:  # (one request's texts: as they are)
+                data, offsets = texts[idx[0]]
+            else:
+                data = np.concatenate([texts[i][0] for i in idx])
+                shift = np.cumsum([0] + [texts[i][0].shape[0] for i in idx[:-1]])
+                offsets = np.concatenate([[0]] + [texts[i][1][1:] + s for i, s in zip(idx, shift)]).astype(np.int64)
             # every added token is matched in the text, as HF's encode does (tiktoken files: encode(allowed_special="all"))
             r = self.bpe.encode((data, offsets), add_special_tokens=flag, allowed_special="all",
                                 gpu_min_batch=self.gpu_min_batch)
@@ -209,28 +213,46 @@ class LLMTokenizer:
         out: list[dict[str, Any]] = []
         for r, slot in zip(requests, slots):
             n = r.rows
-            end = r.end_id if r.end_id is not None else np.full((n, 1), self.end_id)
-            pad = r.pad_id if r.pad_id is not None else np.full((n, 1), self.pad_id)
-            ids, lens = pad_rows(*enc[slot["query"]], self.pad_id)
-            res = {"input_id": ids, "request_input_len": lens, "request_output_len": r.output_len,
-                   "out_end_id": np.asarray(end, dtype=np.int32), "out_pad_id": np.asarray(pad, dtype=np.int32)}
+            res = dict(self._defaults(n, np.dtype(bias_dtype)))  # what a request without the optional inputs gets
+            res["input_id"], res["request_input_len"] = pad_rows(*enc[slot["query"]], self.pad_id)
+            res["request_output_len"] = r.output_len
+            if r.end_id is not None:
+                res["out_end_id"] = np.asarray(r.end_id, dtype=np.int32)
+            if r.pad_id is not None:
+                res["out_pad_id"] = pad = np.asarray(r.pad_id, dtype=np.int32)
+                res["decoder_input_id"] = pad.reshape(n, 1)
             if "decoder" in slot:
                 res["decoder_input_id"], res["request_decoder_input_len"] = pad_rows(*enc[slot["decoder"]], self.pad_id)
-            else:
-                res["decoder_input_id"] = np.asarray(pad, dtype=np.int32).reshape(n, 1)
-                res["request_decoder_input_len"] = np.ones((n, 1), dtype=np.int32)
             for role, key in (("bad_words_ids", "bad"), ("stop_words_ids", "stop")):
-                words = getattr(r, key)
-                res[role] = word_list(*enc[slot[key]], words.rows, words.per_row) if key in slot \
-                    else np.empty((n, 2, 0), dtype=np.int32)
-            try:
-                res["embedding_bias"] = embedding_bias(*enc[slot["bias"]], r.bias_weights, self.vocab_len) \
-                    if "bias" in slot else np.empty((n, 0), dtype=bias_dtype)
-            except InputError as e:
-                out.append(e)  # type: ignore[arg-type]
-                continue
+                if key in slot:
+                    words = getattr(r, key)
+                    res[role] = word_list(*enc[slot[key]], words.rows, words.per_row)
+            if "bias" in slot:
+                try:
+                    res["embedding_bias"] = embedding_bias(*enc[slot["bias"]], r.bias_weights, self.vocab_len)
+                except InputError as e:
+                    out.append(e)  # type: ignore[arg-type]
+                    continue
             out.append(res)
         return out
+
+    def _defaults(self, n: int, bias_dtype: np.dtype) -> dict[str, np.ndarray]:
+        """The outputs of a request of ``n`` rows that does not send the optional inputs (read-only arrays, made
+        once per row count: every request of one prompt shares them)."""
+        key = (n, bias_dtype)
+        got = self._default_outputs.get(key)
+        if got is None:
+            pad = np.full((n, 1), self.pad_id, dtype=np.int32)
+            got = {"out_end_id": np.full((n, 1), self.end_id, dtype=np.int32), "out_pad_id": pad,
+                   "decoder_input_id": pad, "request_decoder_input_len": np.ones((n, 1), dtype=np.int32),
+                   "bad_words_ids": np.empty((n, 2, 0), dtype=np.int32),
+                   "stop_words_ids": np.empty((n, 2, 0), dtype=np.int32),
+                   "embedding_bias": np.empty((n, 0), dtype=bias_dtype)}
+            for a in got.values():
+                a.flags.writeable = False
+            if len(self._default_outputs) < 64:
+                self._default_outputs[key] = got
+        return got
 
     # --------------------------------------------------------------------------------------------- decoding
 
@@ -275,6 +297,8 @@ def pad_rows(ids: np.ndarray, offsets: np.ndarray, pad_id: int) -> tuple[np.ndar
     """Ragged ids as ``[rows, longest]`` int32 right-padded with ``pad_id``, and the lengths ``[rows, 1]``."""
     lens = np.diff(offsets)
     n = lens.shape[0]
+    if n == 1:  # (one row: nothing to pad)
+        return ids.astype(np.int32).reshape(1, -1), lens.astype(np.int32).reshape(1, 1)
     width = int(lens.max()) if n else 0
     out = np.full((n, width), pad_id, dtype=np.int32)
     out[np.arange(width)[None, :] < lens[:, None]] = ids

@@ -83,6 +83,23 @@ class Rows:
         return getattr(self, key)
 
 
+def _one_text(texts: Any) -> TextBatch | None:
+    """The host batch of a list of one str / bytes or of a NumPy ``(data, offsets)`` pair of one text, as the CPU
+    kernels take it (for :meth:`BPETokenizer.encode`'s one-text path); None for anything else."""
+    if type(texts) is list and len(texts) == 1 and type(texts[0]) in (str, bytes):
+        text = texts[0]
+        try:
+            raw = text.encode("utf-8") if type(text) is str else text
+        except UnicodeEncodeError as e:
+            raise InputError(f"row 0: text is not valid UTF-8 ({e.reason})", rows=np.zeros(1, np.int64)) from None
+        data = np.frombuffer(raw, dtype=np.uint8)  # read-only: the type the kernel was compiled for
+        return TextBatch._made(data, np.array([0, data.shape[0]], dtype=np.int64), np)
+    if type(texts) is tuple and len(texts) == 2 and all(type(a) is np.ndarray for a in texts) \
+            and texts[1].shape == (2,):
+        return TextBatch.from_texts(texts, np, "cpu")  # (checked; the kernel checks the span)
+    return None
+
+
 def _raise_bad(counts: np.ndarray) -> None:
     if counts.shape[0] == 1 and counts[0] >= 0:
         return
@@ -294,8 +311,10 @@ class BPETokenizer:
         every added token for tokenizer.json, none for rank files, i.e. ``encode_ordinary``; "all"; or names);
         ``disallowed_special`` ("all" or names): a text containing one is an :class:`InputError` (tiktoken's
         ``encode`` check). ``add_special_tokens``: the template's BOS/EOS (tokenizer.json)."""
-        if self.target == "cpu" and type(texts) is list and len(texts) == 1 and type(texts[0]) in (str, bytes):
-            return self._encode_one(texts[0], add_special_tokens, allowed_special, disallowed_special)
+        if self.target == "cpu":
+            one = _one_text(texts)
+            if one is not None:
+                return self._encode_one(one, add_special_tokens, allowed_special, disallowed_special)
         if runs_on_cpu(self.target, texts, gpu_min_batch):
             r = self.on_cpu().encode(texts, add_special_tokens=add_special_tokens, allowed_special=allowed_special,
                                      disallowed_special=disallowed_special)
@@ -318,22 +337,17 @@ class BPETokenizer:
             K.launch(self.target, COMPACT, n, batch.offsets, args[6], args[7][2], d_off, out)
         return Ragged(out, d_off)
 
-    def _encode_one(self, text: str | bytes, add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> Ragged:
-        """:meth:`encode` of one str / bytes on the CPU, the shortest way (the serving case of one request): the
-        text's bytes as they are, its ids read from the start of the scratch (no compaction kernel)."""
-        try:
-            raw = text.encode("utf-8") if type(text) is str else text
-        except UnicodeEncodeError as e:
-            raise InputError(f"row 0: text is not valid UTF-8 ({e.reason})", rows=np.zeros(1, np.int64)) from None
-        data = np.frombuffer(raw, dtype=np.uint8)  # read-only: the type the kernel was compiled for
-        batch = TextBatch._made(data, np.array([0, data.shape[0]], dtype=np.int64), np)
+    def _encode_one(self, batch: TextBatch, add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> Ragged:
+        """:meth:`encode` of a batch of one text (:func:`_one_text`) on the CPU, the shortest way (the serving case
+        of one request): its ids read from the start of its scratch region (no compaction kernel)."""
         args = self._launch_args(batch, add_special_tokens, allowed, disallowed)
         cnt = np.empty(1, dtype=np.int64)
         K.launch("cpu", self._encode, 1, *args, cnt, _NO_ROWS, 0, False, False)
         n = int(cnt[0])
         if n < 0:
             _raise_bad(cnt)
-        return Ragged(args[7][2][:n].astype(np.int64), np.array([0, n], dtype=np.int64))
+        base = self.mult * int(batch.offsets[0])  # text 0's scratch region (encode.bpe_text)
+        return Ragged(args[7][2][base:base + n].astype(np.int64), np.array([0, n], dtype=np.int64))
 
     def encode_rows(self, texts: Any, *, max_length: int | None = None, padding_side: str = "right",
                     truncation_side: str = "right", add_special_tokens: bool = True,
