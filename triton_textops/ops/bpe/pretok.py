@@ -146,7 +146,7 @@ def punct_end(buf, j, end, ctab, breaks, slash):
     return line_breaks(buf, j, end, slash) if breaks else j
 
 
-@K.device
+@K.device(inline=True)
 def scan_gpt2(buf, i, end, ctab):
     """``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``"""
     c, n, cp = cls_at(buf, i, end, ctab)
@@ -168,7 +168,7 @@ def scan_gpt2(buf, i, end, ctab):
     return whitespace_end(buf, i, end, ctab, False)
 
 
-@K.device
+@K.device(inline=True)
 def scan_cl100k(buf, i, end, ctab, digits):
     """cl100k / Llama-3 (``digits`` 3) and Qwen2 (``digits`` 1): ``(?i:'s|'t|'re|'ve|'m|'ll|'d)|
     [^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``"""
@@ -214,7 +214,7 @@ def o200k_letters(buf, q, end, ctab, alt):
     return last_lo
 
 
-@K.device
+@K.device(inline=True)
 def scan_o200k(buf, i, end, ctab):
     """o200k_base: ``[^\\r\\n\\p{L}\\p{N}]?[UP]*[LO]+C?|[^\\r\\n\\p{L}\\p{N}]?[UP]+[LO]*C?|\\p{N}{1,3}|
     ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`` (C: a case-insensitive contraction)."""
