@@ -128,3 +128,38 @@ def test_variants_bind_by_name_and_share_the_rest():
     assert glb_cl["write_row"] is glb_gpt2["write_row"] is K._compiled("write_row", "cpu")  # shared
     assert gap.py_func.__globals__["encode_piece"] is K._compiled("encode_piece", "cpu")
     assert "nfc_write" not in glb_cl["bpe_text"].py_func.__globals__["normalize"].py_func.__code__.co_names
+
+
+def test_run_cpu_chunked_runs_every_item_once_and_a_slow_thread_takes_fewer_chunks() -> None:
+    """The chunked runner (the BPE encode kernel's): every item exactly once, slots in range, the chunks handed out
+    as threads finish (thread 1 slowed down here: thread 0, the caller, takes the rest)."""
+    import threading
+    import time
+
+    saved = K.get_num_threads()
+    K.set_num_threads(2)
+    try:
+        seen: list[tuple[int, int, int, int]] = []
+        lock = threading.Lock()
+
+        def kernel(slot: int, slots: int, chunk: int, chunks: int, n: int, out: np.ndarray) -> None:
+            if slot == 1:
+                time.sleep(0.05)
+            for t in range(chunk, n, chunks):
+                out[t] += 1
+            with lock:
+                seen.append((slot, slots, chunk, chunks))
+
+        out = np.zeros(1000, dtype=np.int64)
+        K.run_cpu_chunked(kernel, 1000, out)
+        assert (out == 1).all()
+        chunks = seen[0][3]
+        assert chunks == 2 * K.CHUNKS_PER_THREAD and sorted(c for _, _, c, _ in seen) == list(range(chunks))
+        assert {(s, k) for s, k, _, _ in seen} <= {(0, 2), (1, 2)}
+        assert sum(s == 0 for s, *_ in seen) > sum(s == 1 for s, *_ in seen)
+        few = np.zeros(5, dtype=np.int64)  # a small batch: one call in the calling thread
+        seen.clear()
+        K.run_cpu_chunked(kernel, 5, few)
+        assert (few == 1).all() and seen == [(0, 1, 0, 1)]
+    finally:
+        K.set_num_threads(saved)

@@ -9,7 +9,8 @@ How one source serves both targets:
 - Each kernel is a pair of 3-line entry points, one per target, over items ``share, share + shares, ...``:
   on the GPU a thread's share of a grid-stride loop, on the CPU a worker thread's share (the compiled
   code releases the GIL, so :func:`run_cpu` runs the shares on a small thread pool at once). Only these
-  loops differ.
+  loops differ. A kernel of uneven items (BPE encode) is :class:`Chunked`: its threads take chunks of the batch
+  as they finish (:func:`run_cpu_chunked`).
 - Under ``NUMBA_ENABLE_CUDASIM=1`` the GPU entry points run in numba-cuda's simulator on NumPy arrays:
   CI, which has no GPU, runs the GPU kernels and compares them with the CPU ones.
 
@@ -20,6 +21,7 @@ which count them (:data:`COUNTS`): the tests assert the launch budget with those
 from __future__ import annotations
 
 import functools
+import itertools
 import types
 from collections import Counter
 from collections.abc import Callable
@@ -174,6 +176,16 @@ def get_num_threads() -> int:
     return _THREADS[0]
 
 
+def _pool(workers: int) -> Any:
+    """The kernels' thread pool, with at least ``workers`` threads."""
+    pool = _POOL[0]
+    if pool is None or pool._max_workers < workers:
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+        pool = _POOL[0] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="textops-kernel")
+    return pool
+
+
 def run_cpu(kernel: Callable, n: int, *args: Any) -> None:
     """Run a CPU entry point over items ``0 .. n-1``: in the calling thread for small batches, else in
     ``get_num_threads()`` interleaved shares at once (the compiled code holds no GIL)."""
@@ -181,15 +193,40 @@ def run_cpu(kernel: Callable, n: int, *args: Any) -> None:
     if k <= 1 or n < PARALLEL_MIN_ITEMS:
         kernel(0, 1, n, *args)
         return
-    pool = _POOL[0]
-    if pool is None or pool._max_workers < k - 1:
-        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
-
-        pool = _POOL[0] = ThreadPoolExecutor(max_workers=k - 1, thread_name_prefix="textops-kernel")
-    shares = [pool.submit(kernel, j, k, n, *args) for j in range(1, k)]
+    shares = [_pool(k - 1).submit(kernel, j, k, n, *args) for j in range(1, k)]
     kernel(0, k, n, *args)
     for f in shares:
         f.result()
+
+
+CHUNKS_PER_THREAD = 8  # chunks of a batch per thread for a chunked kernel (each chunk: one call, ~5-10 us)
+MIN_CHUNK_ITEMS = 16  # ... but no fewer items per chunk than this
+
+
+def run_cpu_chunked(kernel: Callable, n: int, *args: Any) -> None:
+    """:func:`run_cpu` for a kernel of :class:`Chunked`: ``kernel(slot, slots, chunk, chunks, n, *args)`` runs items
+    ``chunk, chunk + chunks, ...`` on worker ``slot`` of ``slots`` (its own scratch). The threads take the chunks
+    one after the other as they finish, so a thread slowed down (a core taken by another process, longer texts)
+    does less of the batch instead of holding the whole call up; fixed shares waited for the slowest thread."""
+    k = min(_THREADS[0], n)
+    if k <= 1 or n < PARALLEL_MIN_ITEMS:
+        kernel(0, 1, 0, 1, n, *args)
+        return
+    chunks = max(k, min(k * CHUNKS_PER_THREAD, n // MIN_CHUNK_ITEMS))
+    ticket = itertools.count()  # next() of a count is atomic under the GIL
+
+    def work(slot: int) -> None:
+        while (c := next(ticket)) < chunks:
+            kernel(slot, k, c, chunks, n, *args)
+
+    others = [_pool(k - 1).submit(work, j) for j in range(1, k)]
+    work(0)
+    for f in others:
+        f.result()
+
+
+class Chunked(tuple):
+    """A kernel pair (CPU entry, GPU entry) whose CPU entry is chunked (:func:`run_cpu_chunked`)."""
 
 
 class _LazyGpu:
@@ -215,12 +252,13 @@ def gpu(fn: Callable, bind: Bind = ()) -> _LazyGpu:
 
 
 @functools.cache
-def variant(cpu_fn: Callable, gpu_fn: Callable, bind: Bind) -> tuple[Callable, _LazyGpu]:
+def variant(cpu_fn: Callable, gpu_fn: Callable, bind: Bind, chunked: bool = False) -> tuple[Callable, _LazyGpu]:
     """A kernel pair in which the device function named ``a`` is replaced by the one named ``b`` for each
     ``(a, b)`` of ``bind``, in the entry points and everything they call: a choice fixed per tokenizer (its
     pre-tokenizer, its normalizer) made at compile time, so a kernel compiles only the code it runs. Made once
-    per ``bind``; functions that reach no replaced name are shared by all variants."""
-    pair = cpu(cpu_fn, bind), gpu(gpu_fn, bind)
+    per ``bind``; functions that reach no replaced name are shared by all variants. ``chunked``: the CPU entry
+    takes ``(slot, slots, chunk, chunks, n, ...)`` (:func:`run_cpu_chunked`)."""
+    pair = (Chunked if chunked else tuple)((cpu(cpu_fn, bind), gpu(gpu_fn, bind)))
     VARIANTS[gpu_fn.__module__ + "." + gpu_fn.__name__ + "".join(f"__{b}" for _, b in bind)] = pair
     return pair
 
@@ -241,7 +279,7 @@ def launch(target: str, pair: tuple[Callable, _LazyGpu], n: int, *args: Any) -> 
     COUNTS["launch"] += 1
     COUNTS[f"launch_{target}"] += 1
     if target == "cpu":
-        run_cpu(pair[0], n, *args)
+        (run_cpu_chunked if isinstance(pair, Chunked) else run_cpu)(pair[0], n, *args)
         return
     kern = pair[1].get()
     tpb = threads_per_block()

@@ -309,10 +309,13 @@ def write_row(t, offsets, cfg, ids, cnt, rows, pad_id, left_pad, left_trunc):
 # Text t tokenized into its scratch region (the count in cnt[t]), then, when ``rows`` has rows (ragged output
 # passes none), written as row t. The entry points call the two stages directly: every function between them and
 # the kernel that takes the table tuples costs ~2 s of compile time.
-def _rows_cpu(share, shares, n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
-    wb = share * (scr[S_WORK].shape[1] // shares)  # this share's merge work columns
-    for t in range(share, n, shares):
-        bpe_text(t, share, wb, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+# On the CPU the texts are taken in chunks by the threads (kernels.run_cpu_chunked): thread ``slot`` of ``slots`` uses
+# its own merge work columns and merge cache row.
+def _rows_cpu(slot, slots, chunk, chunks, n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad,
+              left_trunc):
+    wb = slot * (scr[S_WORK].shape[1] // slots)  # this thread's merge work columns
+    for t in range(chunk, n, chunks):
+        bpe_text(t, slot, wb, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
         if rows.shape[1] > 0:
             write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
 
@@ -332,4 +335,4 @@ def encode_kernels(family: int, nfc: bool) -> tuple:
     and nothing else (each unused scanner or normalizer compiled in cost ~1-3 s of a cold load)."""
     bind = ((("pretoken_end", SCANNERS[family]),) if family in SCANNERS else ()) \
         + ((("normalize", "normalize_nfc"),) if nfc else ())
-    return K.variant(_rows_cpu, _rows_gpu, bind)
+    return K.variant(_rows_cpu, _rows_gpu, bind, chunked=True)
