@@ -263,8 +263,11 @@ class BPETokenizer:
         shares = K.get_num_threads() if self.target == "cpu" else 0
         if got is None or got[0].shape[0] < shares:
             slots, ents, nbytes, nids = CACHE_SHAPE
-            meta = np.full((shares, CACHE_HEAD + slots + ents + nids), -1, dtype=np.int64)
+            # only the head and the slots need values: an entry or id is read only through a slot that points to it,
+            # so the rest (most of the ~2.6 MB a thread) stays untouched until used (no page faults on a new instance)
+            meta = np.empty((shares, CACHE_HEAD + slots + ents + nids), dtype=np.int64)
             meta[:, :CACHE_HEAD] = [0, 0, 0, slots, ents]
+            meta[:, CACHE_HEAD:CACHE_HEAD + slots] = -1
             got = (meta if shares else allocate(self.xp, (0, 1), np.int64, "the merge cache"),  # (the GPU: none)
                    allocate(self.xp, (shares, nbytes), np.uint8, "the merge cache"))
             self._tls.cache = got
