@@ -249,7 +249,7 @@ def main() -> None:
         for name in ("cl100k_base", "o200k_base"):
             gpu_run(name, austen(), max(a.repeats, 3))
         return
-    print(f"threads: ours {K.get_num_threads()} (kernel shares), tiktoken {THREADS} (encode_ordinary_batch), "
+    print(f"threads: ours {K.get_num_threads()} (kernel threads taking chunks of the batch), tiktoken {THREADS} (encode_ordinary_batch), "
           f"HF tokenizers / fastokens RAYON_NUM_THREADS={os.environ['RAYON_NUM_THREADS']}, gigatoken its pool "
           f"(parallel batches); batch 1: the calling thread")
     t0 = time.perf_counter()

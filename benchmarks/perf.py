@@ -30,8 +30,9 @@ Questions (``python benchmarks/perf.py QUESTION``):
             (numpy<2 for the 24.10 stub) that only they name (``EXECUTION_ENV_PATH``).
             The configs are the same (tensors, max_batch_size, dynamic batching, 1 CPU instance) except that the
             reference's declares the three multimodal outputs its model.py looks up at load (ours refuses them).
-            A third postprocessing model, the Python-backend floor (reads TOKENS_BATCH, answers a fixed text, no
-            decoding), bounds what any postprocessing model.py can reach on this server.
+            A third model of each kind, the Python-backend floor (reads QUERY / TOKENS_BATCH, answers fixed
+            outputs, no tokenizing / decoding), bounds what any pre- / postprocessing model.py can reach on this
+            server.
 
 Each question runs ``--runs`` times (default 3) in one server; within a run the models take turns at every load
 level, so a noisy neighbour hits all of them alike; ratios are taken within a run and the tables give the median
@@ -77,8 +78,8 @@ TUNE_DELAYS_US = (0, 100, 1000, 10000)
 TRTLLM_REF = ROOT / "tests" / "models" / "trtllm_ref"
 PROMPT_BYTES = 2048  # prompts of ~2 KB
 OUTPUT_TOKENS = 256
-LLM_MODELS = ("llm_preprocess", "trtllm_preprocessing", "llm_postprocess", "trtllm_postprocessing",
-              "floor_postprocessing")
+LLM_MODELS = ("llm_preprocess", "trtllm_preprocessing", "floor_preprocessing", "llm_postprocess",
+              "trtllm_postprocessing", "floor_postprocessing")
 # (d)'s floor: what any Python-backend model pays per request on postprocessing's config, with no decoding (reads
 # TOKENS_BATCH, answers a fixed ~1 KB text per sequence): an upper bound on any postprocessing model.py's rate
 FLOOR_POSTPROCESSING = """import numpy as np
@@ -95,6 +96,31 @@ class TritonPythonModel:
             shape = pb_utils.get_input_tensor_by_name(r, "TOKENS_BATCH").as_numpy().shape[:-1]
             text = np.full(shape, self.text, dtype=object)
             out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT", text)]))
+        return out
+"""
+
+
+# the same for preprocessing's config: reads QUERY, answers every output the config declares with fixed arrays (~480
+# ids, as a ~2 KB prompt gives), no tokenizing: an upper bound on any preprocessing model.py's rate
+FLOOR_PREPROCESSING = """import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        cfg = json.loads(args["model_config"])
+        self.outputs = []
+        for o in cfg["output"]:
+            dims = [d if d > 0 else (480 if o["name"] == "INPUT_ID" else 1) for d in o["dims"]]
+            self.outputs.append((o["name"], np.zeros([1] + dims, pb_utils.triton_string_to_numpy(o["data_type"]))))
+
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            pb_utils.get_input_tensor_by_name(r, "QUERY").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor(n, a) for n, a in self.outputs]))
         return out
 """
 
@@ -212,6 +238,7 @@ def build_llm_repository(directory: Path, tokenizer: Path, reference: Path, ref_
     models = {
         "llm_preprocess": (llm.preprocessing_config, "llm_preprocess", None),
         "trtllm_preprocessing": (llm.preprocessing_config, None, reference / "preprocessing" / "1" / "model.py"),
+        "floor_preprocessing": (llm.preprocessing_config, None, None),
         "llm_postprocess": (llm.postprocessing_config, "llm_postprocess", None),
         "trtllm_postprocessing": (llm.postprocessing_config, None, reference / "postprocessing" / "1" / "model.py"),
         "floor_postprocessing": (llm.postprocessing_config, None, None),
@@ -235,7 +262,8 @@ def build_llm_repository(directory: Path, tokenizer: Path, reference: Path, ref_
             (directory / name / "1" / "model.py").write_text(
                 f"from triton_textops.models.{ours} import TritonPythonModel  # noqa: F401\n")
         elif ref_py is None:
-            (directory / name / "1" / "model.py").write_text(FLOOR_POSTPROCESSING)
+            (directory / name / "1" / "model.py").write_text(
+                FLOOR_PREPROCESSING if make is llm.preprocessing_config else FLOOR_POSTPROCESSING)
         else:
             shutil.copyfile(ref_py, directory / name / "1" / "model.py")
     return directory
@@ -416,6 +444,7 @@ def cases_for(question: str) -> list[Case]:
     if question == "llm":
         return [Case("llm_preprocess (ours)", "llm_preprocess", "llm_pre"),
                 Case("TensorRT-LLM preprocessing", "trtllm_preprocessing", "llm_pre"),
+                Case("Python floor (no tokenizing)", "floor_preprocessing", "llm_pre"),
                 Case("llm_postprocess (ours)", "llm_postprocess", "llm_post"),
                 Case("TensorRT-LLM postprocessing", "trtllm_postprocessing", "llm_post"),
                 Case("Python floor (no decode)", "floor_postprocessing", "llm_post")]
@@ -616,7 +645,8 @@ def report(question: str, points: list[Point], cases: list[Case], inputs: Inputs
                                 ("llm_postprocess", "trtllm_postprocessing", f"postprocessing, {OUTPUT_TOKENS} tokens")):
             pair = [c for c in cases if c.model in (ours, ref)]
             base = next(c for c in cases if c.model == ref)
-            shown = pair + [c for c in cases if c.model == "floor_postprocessing" and ref == "trtllm_postprocessing"]
+            floor_of = "floor_preprocessing" if ref == "trtllm_preprocessing" else "floor_postprocessing"
+            shown = pair + [c for c in cases if c.model == floor_of]
             parts += ["", f"{what}:", "", table(points, shown, "concurrency", base, st), ""]
             for load, goal in ((1, 1.2), (64, 5.0)):
                 ratios = [a.row.throughput / b.row.throughput for r in range(1, runs + 1)
@@ -628,16 +658,17 @@ def report(question: str, points: list[Point], cases: list[Case], inputs: Inputs
                                  f"{min(ratios):.2f}–{max(ratios):.2f}x); goal >= {goal:g}x: "
                                  + ("met" if min(ratios) >= goal else "met by the median, not by every run"
                                     if med >= goal else "NOT met"))
-        floor = [c for c in cases if c.model == "floor_postprocessing"]
-        ref = next(c for c in cases if c.model == "trtllm_postprocessing")
-        for load in (1, 64):
-            ratios = [a.row.throughput / b.row.throughput for r in range(1, runs + 1) for c in floor
-                      if (a := _get(points, c, "concurrency", load, r)) and a.ok
-                      and (b := _get(points, ref, "concurrency", load, r)) and b.ok]
-            if ratios:
-                parts.append(f"- the Python-backend floor (no decoding at all), concurrency {load}: "
-                             f"{statistics.median(ratios):.2f}x TensorRT-LLM's postprocessing (runs "
-                             f"{min(ratios):.2f}–{max(ratios):.2f}x): no postprocessing model.py can be faster")
+        for kind, work in (("preprocessing", "tokenizing"), ("postprocessing", "decoding")):
+            floor = [c for c in cases if c.model == f"floor_{kind}"]
+            ref = next(c for c in cases if c.model == f"trtllm_{kind}")
+            for load in (1, 64):
+                ratios = [a.row.throughput / b.row.throughput for r in range(1, runs + 1) for c in floor
+                          if (a := _get(points, c, "concurrency", load, r)) and a.ok
+                          and (b := _get(points, ref, "concurrency", load, r)) and b.ok]
+                if ratios:
+                    parts.append(f"- the Python-backend floor (no {work} at all), concurrency {load}: "
+                                 f"{statistics.median(ratios):.2f}x TensorRT-LLM's {kind} (runs "
+                                 f"{min(ratios):.2f}–{max(ratios):.2f}x): no {kind} model.py can be faster")
         parts.append("")
     elif question == "modes":
         served = next(c for c in cases if c.model == "served_models")
