@@ -237,3 +237,61 @@ def test_merge_cache_exact_when_full_and_across_calls(monkeypatch: pytest.Monkey
         used = tok._merge_cache()[0][:, 0]  # entries per share
         assert used.max() * 2 <= shape[0]  # never over half the slots
     assert used[0] > 0 and used[1] > 0  # the full-size cache: both shares kept pieces
+
+
+def test_one_text_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One text (a list of one str / bytes, or a (data, offsets) pair of one text) takes the direct kernel call
+    with arguments made once per thread and options: exact against tiktoken when the texts grow past the scratch
+    the call was made for, when the options change call to call, when a batch replaces the thread's scratch in
+    between, on a sub-span of a buffer, from several threads at once; a bad span or bad UTF-8 is an InputError."""
+    import threading  # noqa: PLC0415
+
+    import triton_textops.ops.bpe.tokenizer as T  # noqa: PLC0415
+
+    monkeypatch.setattr(T, "SCRATCH_KEEP", 1 << 17)  # a 100 KB text outgrows the kept scratch
+    enc = O.tiktoken_encoding("cl100k_base")
+    tok = BPETokenizer.from_tiktoken(O.DATA / O.RANK_FILES["cl100k_base"], encoding="cl100k_base")
+    texts = ["", "a", AUSTEN[0], AUSTEN[1] * 40, "hello <|endoftext|> world", AUSTEN[2], "x" * 300_000, "é" * 3,
+             AUSTEN[3] * 200, AUSTEN[4]]
+    for _ in range(2):
+        for t in texts:
+            assert tok.encode([t]).tolist() == [enc.encode_ordinary(t)]
+            assert tok.encode([t.encode()]).tolist() == [enc.encode_ordinary(t)]
+            assert tok.encode([t], allowed_special="all").tolist() == [enc.encode(t, allowed_special="all")]
+            assert tok.encode([t], allowed_special=["<|endoftext|>"]).tolist() == \
+                [enc.encode(t, allowed_special="all")]  # (an unhashable collection: no plan kept)
+        tok.encode(AUSTEN[:300])  # a batch on this thread: its scratch replaced
+    from triton_textops.ops import kernels as K  # noqa: PLC0415
+
+    K.COUNTS.clear()
+    tok.encode(["abc"])
+    plans = dict(tok._tls.plans)
+    tok.encode(["abcd"])
+    assert K.COUNTS["launch"] == 2 and tok._tls.plans == plans and plans  # one launch each, the plan kept
+    raw = b"".join(t.encode() for t in AUSTEN[:3])
+    a, b = len(AUSTEN[0].encode()), len(AUSTEN[0].encode()) + len(AUSTEN[1].encode())
+    data = np.frombuffer(raw, np.uint8).copy()  # a writable buffer, as a request's
+    r = tok.encode((data, np.array([a, b])))
+    assert r.tolist() == [enc.encode_ordinary(AUSTEN[1])] and r.offsets.tolist() == [0, len(r.ids)]
+    for bad in ([b, a], [0, len(raw) + 1], [-1, 3]):
+        with pytest.raises(InputError, match="row 0: its offsets are not"):
+            tok.encode((data, np.array(bad)))
+    with pytest.raises(InputError, match="row 0: text is not valid UTF-8"):
+        tok.encode([b"ok \xff"])
+    with pytest.raises(InputError, match="row 0: text is not valid UTF-8"):
+        tok.encode(["\ud800"])
+    assert tok.encode([AUSTEN[5]]).tolist() == [enc.encode_ordinary(AUSTEN[5])]  # (after the errors)
+
+    errors: list[str] = []
+
+    def worker(k: int) -> None:
+        for t in AUSTEN[k::4][:60]:
+            if tok.encode([t]).tolist() != [enc.encode_ordinary(t)]:
+                errors.append(t[:40])
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors

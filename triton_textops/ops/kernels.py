@@ -294,6 +294,25 @@ def launch(target: str, pair: tuple[Callable, _LazyGpu], n: int, *args: Any) -> 
     kern[blocks, tpb, stream](n, *args)
 
 
+def cpu_entry(pair: tuple[Callable, _LazyGpu], *args: Any) -> Callable:
+    """The compiled CPU entry of kernel ``pair`` for arguments of exactly the types of ``args`` (the leading item
+    arguments included), compiled now if it is not yet: to call through :func:`launch_entry` with no dispatch.
+    numba's dispatch types every argument at every call, ~2 us for the BPE kernel's ~30 arrays, as long as the
+    kernel takes for a short text. The caller must pass arguments of these types only (numba's entry does not
+    check them: an array of another dtype or layout would be read as one of these)."""
+    disp = pair[0]
+    if not hasattr(disp, "compile"):  # NUMBA_DISABLE_JIT: the Python function
+        return disp
+    return disp.compile(tuple(disp.typeof_pyval(a) for a in args))
+
+
+def launch_entry(entry: Callable, *args: Any) -> None:
+    """Call a :func:`cpu_entry` (counted as a CPU launch, as :func:`launch` counts)."""
+    COUNTS["launch"] += 1
+    COUNTS["launch_cpu"] += 1
+    entry(*args)
+
+
 def to_host(arr: Any, target: str) -> np.ndarray:
     """Copy a kernel's output to the host, counting device-to-host copies (none on the CPU)."""
     if target == "cpu":

@@ -83,21 +83,35 @@ class Rows:
         return getattr(self, key)
 
 
-def _one_text(texts: Any) -> TextBatch | None:
-    """The host batch of a list of one str / bytes or of a NumPy ``(data, offsets)`` pair of one text, as the CPU
-    kernels take it (for :meth:`BPETokenizer.encode`'s one-text path); None for anything else."""
+def _one_text(texts: Any) -> tuple[np.ndarray, int, int] | None:
+    """(data, start, end) of a list of one str / bytes or of a NumPy ``(data, offsets)`` pair of one text, the data
+    as the CPU kernels take it (read-only uint8), for :meth:`BPETokenizer.encode`'s one-text path; None for anything
+    else."""
     if type(texts) is list and len(texts) == 1 and type(texts[0]) in (str, bytes):
         text = texts[0]
         try:
             raw = text.encode("utf-8") if type(text) is str else text
         except UnicodeEncodeError as e:
             raise InputError(f"row 0: text is not valid UTF-8 ({e.reason})", rows=np.zeros(1, np.int64)) from None
-        data = np.frombuffer(raw, dtype=np.uint8)  # read-only: the type the kernel was compiled for
-        return TextBatch._made(data, np.array([0, data.shape[0]], dtype=np.int64), np)
+        return np.frombuffer(raw, dtype=np.uint8), 0, len(raw)  # (read-only: the type the kernel was compiled for)
     if type(texts) is tuple and len(texts) == 2 and all(type(a) is np.ndarray for a in texts) \
             and texts[1].shape == (2,):
-        return TextBatch.from_texts(texts, np, "cpu")  # (checked; the kernel checks the span)
+        batch = TextBatch.from_texts(texts, np, "cpu")  # (checked; the kernel checks the span)
+        return batch.data, int(batch.offsets[0]), int(batch.offsets[1])
     return None
+
+
+@dataclass
+class _OnePlan:
+    """The one-text path's kernel call for one set of options on one thread (:meth:`BPETokenizer._encode_one`):
+    the compiled entry, the arguments after the text's, and the largest text end its scratch holds."""
+
+    entry: Any
+    tail: tuple
+    offsets: np.ndarray  # (2,) int64: the text's (start, end), written per call
+    counts: np.ndarray  # (1,) int64
+    ids: np.ndarray  # the ids scratch (text ids at mult * start)
+    max_end: int
 
 
 def _raise_bad(counts: np.ndarray) -> None:
@@ -228,18 +242,24 @@ class BPETokenizer:
             self._adds[key] = got
         return got
 
-    def _launch_args(self, batch: TextBatch, add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> tuple:
-        """The encode kernels' arguments for ``batch``: tables, config and the scratch sized from its bytes."""
-        try:  # the same options again (the usual case): checked and built once
-            key = (type(add_special_tokens), add_special_tokens, allowed, disallowed)
-            cfg, adds, extra = self._options[key]
+    def _opts(self, add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> tuple:
+        """(config, added-token tables, scratch entries per text beyond the bytes) of these options: checked and
+        built once per (hashable) set of options, the usual case being the same options again."""
+        key = _options_key(add_special_tokens, allowed, disallowed)
+        try:
+            return self._options[key]
         except (KeyError, TypeError):
-            cfg, adds, extra = opts = self._options_for(add_special_tokens, allowed, disallowed)
-            if len(self._options) < 16 and isinstance(key, tuple):
+            opts = self._options_for(add_special_tokens, allowed, disallowed)
+            if len(self._options) < 16:
                 try:
                     self._options[key] = opts
                 except TypeError:  # an unhashable collection of names
                     pass
+            return opts
+
+    def _launch_args(self, batch: TextBatch, add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> tuple:
+        """The encode kernels' arguments for ``batch``: tables, config and the scratch sized from its bytes."""
+        cfg, adds, extra = self._opts(add_special_tokens, allowed, disallowed)
         size = self.mult * int(batch.data.shape[0]) + extra * batch.n + 1
         if self.target == "cpu":  # merge work: a region per kernel share, as long as the longest text's
             off = batch.offsets
@@ -271,6 +291,7 @@ class BPETokenizer:
             got = (meta if shares else allocate(self.xp, (0, 1), np.int64, "the merge cache"),  # (the GPU: none)
                    allocate(self.xp, (shares, nbytes), np.uint8, "the merge cache"))
             self._tls.cache = got
+            self._tls.plans = {}  # (the one-text plans hold the arrays replaced)
         return got
 
     def _options_for(self, add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> tuple:
@@ -299,12 +320,14 @@ class BPETokenizer:
             ids = allocate(xp, (n,), np.int32, "the ids scratch")
             if keep:
                 self._tls.scratch = (nbuf, ids)
+                self._tls.plans = {}  # (the one-text plans hold the arrays replaced)
         work = getattr(self._tls, "work", None) if cpu else None
         if work is None or work.shape[1] < wsize:
             keep = cpu and wsize <= SCRATCH_KEEP
             work = allocate(xp, (N_WORK_ROWS, max(wsize, 1 << 12) if keep else wsize), np.int32, "the merge scratch")
             if keep:
                 self._tls.work = work
+                self._tls.plans = {}  # (the one-text plans hold the arrays replaced)
         return nbuf, work, ids
 
     def encode(self, texts: Any, *, add_special_tokens: bool = True, allowed_special: Specials = None,
@@ -340,17 +363,52 @@ class BPETokenizer:
             K.launch(self.target, COMPACT, n, batch.offsets, args[6], args[7][2], d_off, out)
         return Ragged(out, d_off)
 
-    def _encode_one(self, batch: TextBatch, add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> Ragged:
-        """:meth:`encode` of a batch of one text (:func:`_one_text`) on the CPU, the shortest way (the serving case
-        of one request): its ids read from the start of its scratch region (no compaction kernel)."""
-        args = self._launch_args(batch, add_special_tokens, allowed, disallowed)
-        cnt = np.empty(1, dtype=np.int64)
-        K.launch("cpu", self._encode, 1, *args, cnt, _NO_ROWS, 0, False, False)
-        n = int(cnt[0])
+    def _encode_one(self, one: tuple[np.ndarray, int, int], add_special_tokens: Any, allowed: Specials,
+                    disallowed: Specials) -> Ragged:
+        """:meth:`encode` of one text (:func:`_one_text`) on the CPU, the shortest way (the serving case of one
+        request): the kernel's compiled entry called directly with arguments made once per thread and options
+        (:class:`_OnePlan`), its ids read from the start of the text's scratch region (no compaction kernel)."""
+        data, lo, hi = one
+        try:
+            plan = self._tls.plans[(type(add_special_tokens), add_special_tokens, allowed, disallowed)]
+        except (AttributeError, KeyError, TypeError):
+            plan = None
+        if plan is None or hi > plan.max_end or lo < 0 or hi < lo:
+            plan = self._one_plan(data, lo, hi, add_special_tokens, allowed, disallowed)
+        off = plan.offsets
+        off[0] = lo
+        off[1] = hi
+        K.launch_entry(plan.entry, 0, 1, 0, 1, 1, data, off, *plan.tail)
+        n = int(plan.counts[0])
         if n < 0:
-            _raise_bad(cnt)
-        base = self.mult * int(batch.offsets[0])  # text 0's scratch region (encode.bpe_text)
-        return Ragged(args[7][2][base:base + n].astype(np.int64), np.array([0, n], dtype=np.int64))
+            _raise_bad(plan.counts)
+        base = self.mult * lo  # the text's scratch region (encode.bpe_text)
+        return Ragged(plan.ids[base:base + n].astype(np.int64), np.array([0, n], dtype=np.int64))
+
+    def _one_plan(self, data: np.ndarray, lo: int, hi: int, add_special_tokens: Any, allowed: Specials,
+                  disallowed: Specials) -> _OnePlan:
+        """The :class:`_OnePlan` of these options for a text ending at ``hi`` (its scratch made large enough), kept
+        for the next calls on this thread when the options are hashable and the scratch is the thread's. A bad span
+        gets a plan for the data's length (the kernel then reports the span)."""
+        end = hi if 0 <= lo <= hi <= data.shape[0] else data.shape[0]
+        args = self._launch_args(TextBatch._made(data, np.array([0, end], dtype=np.int64), np), add_special_tokens,
+                                 allowed, disallowed)
+        counts = np.empty(1, dtype=np.int64)
+        offsets = np.zeros(2, dtype=np.int64)
+        tail = (*args[2:], counts, _NO_ROWS, 0, False, False)
+        nbuf, work, ids = args[7][:3]
+        extra = self._opts(add_special_tokens, allowed, disallowed)[2]
+        room = min(ids.shape[0] - 1, work.shape[1])  # a text's region: mult * end + extra entries of both
+        plan = _OnePlan(K.cpu_entry(self._encode, 0, 1, 0, 1, 1, data, offsets, *tail), tail, offsets, counts, ids,
+                        max((room - extra) // self.mult, 0))
+        kept = getattr(self._tls, "scratch", (None, None))[1] is ids and getattr(self._tls, "work", None) is work
+        plans = self._tls.__dict__.setdefault("plans", {})
+        if kept and len(plans) < 16:
+            try:
+                plans[_options_key(add_special_tokens, allowed, disallowed)] = plan
+            except TypeError:  # an unhashable collection of names
+                pass
+        return plan
 
     def encode_rows(self, texts: Any, *, max_length: int | None = None, padding_side: str = "right",
                     truncation_side: str = "right", add_special_tokens: bool = True,
@@ -448,6 +506,11 @@ class BPETokenizer:
         """The bytes token ``i`` decodes to."""
         pool, off, _ = self._dec_host
         return pool[off[i]:off[i + 1]].tobytes()
+
+
+def _options_key(add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> tuple:
+    """The key of a set of encode options (hashing fails, TypeError, for an unhashable collection of names)."""
+    return type(add_special_tokens), add_special_tokens, allowed, disallowed
 
 
 def _key(x: Specials) -> Any:
