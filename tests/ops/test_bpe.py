@@ -295,3 +295,23 @@ def test_one_text_path(monkeypatch: pytest.MonkeyPatch) -> None:
     for th in threads:
         th.join()
     assert not errors
+
+
+def test_long_tokens(tmp_path: O.Path) -> None:
+    """Tokens of 255 bytes and more (a slot holds lengths up to 254; longer ones are compared on their entry's
+    length): looked up whole and merged exactly as tiktoken does, next to their shorter prefixes."""
+    import base64  # noqa: PLC0415
+
+    toks = [bytes([b]) for b in range(256)] + [b"a" * (1 << k) for k in range(1, 10)] + [b"a" * 255, b"a" * 300,
+                                                                                        b" " + b"b" * 299]
+    ranks = {t: i for i, t in enumerate(dict.fromkeys(toks))}
+    path = tmp_path / "long.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(t).decode()} {i}\n" for t, i in ranks.items()))
+    tok = BPETokenizer.from_tiktoken(path, encoding="cl100k_base")
+    enc = tiktoken.Encoding("long", pat_str=O.TIKTOKEN_PATTERNS["cl100k_base"], mergeable_ranks=ranks,
+                            special_tokens={})
+    texts = ["a" * n for n in (254, 255, 256, 299, 300, 301, 512, 1000)] + [" " + "b" * 299, " " + "b" * 298,
+                                                                          "x" + "a" * 255 + " " + "b" * 299]
+    got = tok.encode(texts).tolist()
+    assert got == enc.encode_ordinary_batch(texts)
+    assert got[1] == [ranks[b"a" * 255]] and got[4] == [ranks[b"a" * 300]] and got[8] == [ranks[b" " + b"b" * 299]]

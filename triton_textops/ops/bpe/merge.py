@@ -34,7 +34,11 @@ NO_PAIR = 0x7FFFFFFF  # rank of a symbol with no mergeable right neighbour
 # PAIRS: (slots, 2) int64, each slot (left id << 32 | right id, rank << 32 | result id): one cache line a probe
 # BYTE_PAIRS: (65536,) int64, (rank << 32 | result) of merging byte b0 then b1 at index b0 << 8 | b1, or -1: the
 # first round of every piece (a pair of single bytes) without hashing
-POOL, TOK_OFF, SLOTS, PAIRS, BYTE_PAIRS, BYTE_IDS, WHOLE_OK, VCONST = range(8)
+# SLOTS: int64 open addressing over the tokens' bytes, each (23 bits of the hash << 40 | min(length, 255) << 32 | the
+# token's entry in ENTS); ENTS: uint8, a token's entry = [id, 4 bytes LE][WHOLE flag][length, 2 bytes LE][0] then its
+# bytes: a lookup reads a slot and one entry (two dependent reads; the id, flag and bytes in one place)
+POOL, TOK_OFF, SLOTS, PAIRS, BYTE_PAIRS, BYTE_IDS, WHOLE_OK, VCONST, ENTS = range(9)
+ENT_HEAD = 8
 SLOT_MASK, PAIR_MASK, MAX_PROBE, PAIR_PROBE, N_IDS = range(5)  # entries of the constants array
 
 
@@ -56,30 +60,31 @@ def mix64(key):
 
 
 @K.device(inline=True)
-def lookup(buf, lo, hi, h, voc):
-    """Id of the token whose bytes are ``buf[lo:hi]`` (``h``: their :func:`fnv`), or -1. Every hit is verified
-    on the bytes."""
-    pool = voc[POOL]
-    off = voc[TOK_OFF]
+def lookup(buf, lo, hi, h, voc, whole):
+    """Id of the token whose bytes are ``buf[lo:hi]`` (``h``: their :func:`fnv`), or -1; ``whole``: -1 also when
+    the format does not emit that token whole (its WHOLE flag). Every hit is verified on the bytes."""
+    ents = voc[ENTS]
     slots = voc[SLOTS]
     mask = voc[VCONST][SLOT_MASK]
     s = (h ^ (h >> 15)) & mask
     n = hi - lo
+    tag = (h & 0x7FFFFF) << 8 | (n if n < 255 else 255)
     for _ in range(voc[VCONST][MAX_PROBE] + 1):
         v = slots[s]
         if v < 0:
             return -1
-        if (v >> 32) == (h & 0x7FFFFFFF):
-            tid = v & 0xFFFFFFFF
-            a = off[tid]
-            if off[tid + 1] - a == n:
+        if (v >> 32) == tag:
+            a = v & 0xFFFFFFFF
+            if n < 255 or (int(ents[a + 5]) | (int(ents[a + 6]) << 8)) == n:
                 same = True
                 for k in range(n):
-                    if pool[a + k] != buf[lo + k]:
+                    if ents[a + ENT_HEAD + k] != buf[lo + k]:
                         same = False
                         break
                 if same:
-                    return tid
+                    if whole and ents[a + 4] == 0:
+                        return -1
+                    return int(ents[a]) | (int(ents[a + 1]) << 8) | (int(ents[a + 2]) << 16) | (int(ents[a + 3]) << 24)
         s = (s + 1) & mask
     return -1
 
@@ -341,8 +346,8 @@ def encode_piece(buf, lo, hi, voc, work, base, out, o, cache, row):
         out[o] = voc[BYTE_IDS][buf[lo]]
         return o + 1
     h = fnv(buf, lo, hi)
-    tid = lookup(buf, lo, hi, h, voc)
-    if tid >= 0 and voc[WHOLE_OK][tid] != 0:
+    tid = lookup(buf, lo, hi, h, voc, True)
+    if tid >= 0:
         out[o] = tid
         return o + 1
     e = cache_get(buf, lo, hi, h, cache, row, out, o)
@@ -359,8 +364,9 @@ N_WORK_ROWS = 6  # rows of the merge scratch (symbol, next, rank, heap, where, p
 
 
 @numba.njit(cache=True)
-def _fill_slots(pool, off, slots, mask):
-    """Insert every token (id order) into the open-addressing slots; returns the longest probe run."""
+def _fill_slots(pool, off, slots, mask, ents, at):
+    """Insert every token (id order) into the open-addressing slots, its entry at ``ents[at[tid]:]`` (WHOLE 1);
+    returns the longest probe run."""
     longest = 0
     for tid in range(off.shape[0] - 1):
         a = off[tid]
@@ -375,7 +381,16 @@ def _fill_slots(pool, off, slots, mask):
         while slots[s] >= 0:
             s = (s + 1) & mask
             run += 1
-        slots[s] = ((h & 0x7FFFFFFF) << 32) | tid  # 31 bits of the hash: a filled slot is >= 0
+        n = b - a
+        e = at[tid]
+        slots[s] = (((h & 0x7FFFFF) << 8 | min(n, 255)) << 32) | e  # (23 bits of the hash: a filled slot is >= 0)
+        for k in range(4):
+            ents[e + k] = (tid >> (8 * k)) & 0xFF
+        ents[e + 4] = 1
+        ents[e + 5] = n & 0xFF
+        ents[e + 6] = (n >> 8) & 0xFF
+        for k in range(n):
+            ents[e + ENT_HEAD + k] = pool[a + k]
         longest = max(longest, run)
     return longest
 
@@ -420,12 +435,17 @@ class Vocab:
         pool = np.frombuffer(b"".join(toks), dtype=np.uint8)
         size = 1 << max(4, (2 * max(len(spec.vocab), 1) - 1).bit_length())
         slots = np.full(size, -1, dtype=np.int64)
-        max_probe = _fill_slots(pool, off, slots, size - 1)
+        if off[-1] + ENT_HEAD * n_ids >= 1 << 32 or lengths.max(initial=0) >= 1 << 16:
+            raise ValueError(f"{spec.source}: tokens of up to 65535 bytes, 4 GiB in all, are supported")
+        ent_at = off[:-1] + ENT_HEAD * np.arange(n_ids, dtype=np.int64)
+        ents = np.zeros(int(off[-1]) + ENT_HEAD * n_ids + 1, dtype=np.uint8)
+        max_probe = _fill_slots(pool, off, slots, size - 1, ents, ent_at)
         if spec.merges is None:  # tiktoken's rule: every split of every token into two tokens, ranked by the token
             pairs0 = np.full((1, 2), -1, dtype=np.int64)  # the lookup tables only, typed as the kernels' tuple
             left, right, rank = _rank_pairs((pool, off, slots, pairs0, np.full(1, -1, dtype=np.int64),
                                              np.zeros(256, dtype=np.int32), np.zeros(1, dtype=np.uint8),
-                                             np.array([size - 1, 0, max_probe, 0, n_ids], dtype=np.int64)), off)
+                                             np.array([size - 1, 0, max_probe, 0, n_ids], dtype=np.int64), ents),
+                                            off)
             result = rank
         else:
             left, right, rank, result = spec.pair_table()
@@ -447,9 +467,10 @@ class Vocab:
             packed = (rank[single] << 32) | result[single]
             order = np.argsort(-rank[single], kind="stable")  # the lowest rank written last wins (as _fill_pairs)
             byte_pairs[at[order]] = packed[order]
-        self.host = (pool, off, slots, pairs, byte_pairs, byte_ids, whole, consts)
+        self.host = (pool, off, slots, pairs, byte_pairs, byte_ids, whole, consts, ents)
         if not spec.ignore_merges:  # whole only where merging the token's bytes gives the token itself
             whole[:] = _self_reachable(self.host, off)
+            ents[ent_at[lengths > 0] + 4] = whole[lengths > 0]
         self.lengths = lengths
         self.n_ids = n_ids
 
@@ -495,10 +516,10 @@ def _rank_pairs_kernel(voc, off, left, right, rank, count):
         a = off[tid]
         b = off[tid + 1]
         for k in range(a + 1, b):
-            x = lookup(pool, a, k, fnv(pool, a, k), voc)
+            x = lookup(pool, a, k, fnv(pool, a, k), voc, False)
             if x < 0:
                 continue
-            y = lookup(pool, k, b, fnv(pool, k, b), voc)
+            y = lookup(pool, k, b, fnv(pool, k, b), voc, False)
             if y >= 0:
                 left[m] = x
                 right[m] = y
