@@ -37,7 +37,7 @@ NO_PAIR = 0x7FFFFFFF  # rank of a symbol with no mergeable right neighbour
 # SLOTS: int64 open addressing over the tokens' bytes, each (23 bits of the hash << 40 | min(length, 255) << 32 | the
 # token's entry in ENTS); ENTS: uint8, a token's entry = [id, 4 bytes LE][WHOLE flag][length, 2 bytes LE][0] then its
 # bytes: a lookup reads a slot and one entry (two dependent reads; the id, flag and bytes in one place)
-POOL, TOK_OFF, SLOTS, PAIRS, BYTE_PAIRS, BYTE_IDS, WHOLE_OK, VCONST, ENTS = range(9)
+POOL, TOK_OFF, SLOTS, PAIRS, BYTE_PAIRS, BYTE_IDS, VCONST, ENTS = range(8)
 ENT_HEAD = 8
 SLOT_MASK, PAIR_MASK, MAX_PROBE, PAIR_PROBE, N_IDS = range(5)  # entries of the constants array
 
@@ -443,7 +443,7 @@ class Vocab:
         if spec.merges is None:  # tiktoken's rule: every split of every token into two tokens, ranked by the token
             pairs0 = np.full((1, 2), -1, dtype=np.int64)  # the lookup tables only, typed as the kernels' tuple
             left, right, rank = _rank_pairs((pool, off, slots, pairs0, np.full(1, -1, dtype=np.int64),
-                                             np.zeros(256, dtype=np.int32), np.zeros(1, dtype=np.uint8),
+                                             np.zeros(256, dtype=np.int32),
                                              np.array([size - 1, 0, max_probe, 0, n_ids], dtype=np.int64), ents),
                                             off)
             result = rank
@@ -455,7 +455,6 @@ class Vocab:
         pairs = np.full((psize, 2), -1, dtype=np.int64)
         pair_probe = _fill_pairs(left, right, rank, result, pairs, psize - 1)
         byte_ids = np.array([spec.vocab[bytes([b])] for b in range(256)], dtype=np.int32)
-        whole = np.ones(n_ids, dtype=np.uint8)
         consts = np.array([size - 1, psize - 1, max_probe, pair_probe, n_ids], dtype=np.int64)
         byte_pairs = np.full(1 << 16, -1, dtype=np.int64)
         byte_of = np.full(n_ids, -1, dtype=np.int64)
@@ -467,10 +466,10 @@ class Vocab:
             packed = (rank[single] << 32) | result[single]
             order = np.argsort(-rank[single], kind="stable")  # the lowest rank written last wins (as _fill_pairs)
             byte_pairs[at[order]] = packed[order]
-        self.host = (pool, off, slots, pairs, byte_pairs, byte_ids, whole, consts, ents)
+        self.host = (pool, off, slots, pairs, byte_pairs, byte_ids, consts, ents)
         if not spec.ignore_merges:  # whole only where merging the token's bytes gives the token itself
-            whole[:] = _self_reachable(self.host, off)
-            ents[ent_at[lengths > 0] + 4] = whole[lengths > 0]
+            has = lengths > 0
+            ents[ent_at[has] + 4] = _self_reachable(self.host, off)[has]
         self.lengths = lengths
         self.n_ids = n_ids
 
