@@ -163,3 +163,23 @@ def test_run_cpu_chunked_runs_every_item_once_and_a_slow_thread_takes_fewer_chun
         assert (few == 1).all() and seen == [(0, 1, 0, 1)]
     finally:
         K.set_num_threads(saved)
+
+
+
+def _twice_cpu(share, shares, n, x, out):  # noqa: ANN001, ANN202
+    for i in range(share, n, shares):
+        out[i] = 2 * x[i]
+
+
+def test_cpu_entry_is_the_compiled_kernel_and_counts_its_launch() -> None:
+    """kernels.cpu_entry: the dispatcher's compiled entry for the exact argument types, called with no dispatch
+    (the BPE one-text path); launch_entry counts it as launch() does; the same types give the same entry."""
+    pair = (K.cpu(_twice_cpu), None)
+    x, out = np.arange(5, dtype=np.int64), np.zeros(5, dtype=np.int64)
+    entry = K.cpu_entry(pair, 0, 1, 5, x, out)
+    assert entry is K.cpu_entry(pair, 0, 1, 5, x[:3], out)  # (the same types)
+    assert entry is next(iter(pair[0].overloads.values())).entry_point
+    K.COUNTS.clear()
+    K.launch_entry(entry, 0, 1, 5, x, out)
+    assert out.tolist() == [0, 2, 4, 6, 8]
+    assert K.COUNTS["launch"] == 1 and K.COUNTS["launch_cpu"] == 1

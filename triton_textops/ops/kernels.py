@@ -14,8 +14,9 @@ How one source serves both targets:
 - Under ``NUMBA_ENABLE_CUDASIM=1`` the GPU entry points run in numba-cuda's simulator on NumPy arrays:
   CI, which has no GPU, runs the GPU kernels and compares them with the CPU ones.
 
-Every launch and every device-to-host copy of the ops goes through :func:`launch` / :func:`to_host`,
-which count them (:data:`COUNTS`): the tests assert the launch budget with those counters.
+Every launch and every device-to-host copy of the ops goes through :func:`launch` (or, for a CPU call whose
+argument types are fixed, :func:`launch_entry`) / :func:`to_host`, which count them (:data:`COUNTS`): the tests
+assert the launch budget with those counters.
 """
 
 from __future__ import annotations
