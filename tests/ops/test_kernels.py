@@ -183,3 +183,36 @@ def test_cpu_entry_is_the_compiled_kernel_and_counts_its_launch() -> None:
     K.launch_entry(entry, 0, 1, 5, x, out)
     assert out.tolist() == [0, 2, 4, 6, 8]
     assert K.COUNTS["launch"] == 1 and K.COUNTS["launch_cpu"] == 1
+
+
+
+_BPE_RETURN_TYPES = """
+import json, sys
+from triton_textops.ops import kernels as K
+from triton_textops.ops.bpe.tokenizer import BPETokenizer
+
+tok = BPETokenizer.from_tiktoken(sys.argv[1], encoding="cl100k_base")
+tok.encode(["h\u00e9llo w\u00f6rld 123", "x y"])
+tok.encode_rows(["a b"], max_length=4)
+print(json.dumps({name: [str(c.signature.return_type) for c in K._compiled(name, "cpu").overloads.values()]
+                  for name, fn in K._DEVICE.items() if fn.__module__.startswith("triton_textops.ops.bpe")}))
+"""
+
+
+@pytest.mark.slow
+def test_bpe_device_functions_return_no_floats(tmp_path):
+    """numba types ``int()`` of a uint8 as uint8, and a uint64 joined with an int64 as float64: a device function
+    that builds an id from bytes that way returns floats (the two-read lookup once did). Compiled cold (a device
+    function is compiled, and so typed, only then: a cached kernel loads without them), every BPE device function
+    an encode compiles returns integers or tuples of them."""
+    import json
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    rank_file = Path(__file__).parents[1] / "data" / "bpe" / "cl100k_base.tiktoken"
+    out = subprocess.run([sys.executable, "-c", _BPE_RETURN_TYPES, str(rank_file)], env=env, capture_output=True,
+                         text=True, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    returns = {name: r for name, r in json.loads(out.stdout.strip().splitlines()[-1]).items() if r}
+    assert {"lookup", "encode_piece", "bpe_piece", "cache_get", "scan_cl100k"} <= set(returns)
+    floats = {name: r for name, r in returns.items() if any("float" in t for t in r)}
+    assert not floats

@@ -75,7 +75,7 @@ def lookup(buf, lo, hi, h, voc, whole):
             return -1
         if (v >> 32) == tag:
             a = v & 0xFFFFFFFF
-            if n < 255 or (int(ents[a + 5]) | (int(ents[a + 6]) << 8)) == n:
+            if n < 255 or (np.int64(ents[a + 5]) | (np.int64(ents[a + 6]) << 8)) == n:
                 same = True
                 for k in range(n):
                     if ents[a + ENT_HEAD + k] != buf[lo + k]:
@@ -84,7 +84,10 @@ def lookup(buf, lo, hi, h, voc, whole):
                 if same:
                     if whole and ents[a + 4] == 0:
                         return -1
-                    return int(ents[a]) | (int(ents[a + 1]) << 8) | (int(ents[a + 2]) << 16) | (int(ents[a + 3]) << 24)
+                    # (np.int64: numba's int() of a uint8 stays uint8, and uint64 mixed with the -1 above types the
+                    # result float64)
+                    return np.int64(ents[a]) | (np.int64(ents[a + 1]) << 8) | (np.int64(ents[a + 2]) << 16) \
+                        | (np.int64(ents[a + 3]) << 24)
         s = (s + 1) & mask
     return -1
 
