@@ -60,6 +60,13 @@ def mix64(key):
 
 
 @K.device(inline=True)
+def slot_tag(h, n):
+    """The upper 32 bits of a SLOTS entry for a token of ``n`` bytes whose :func:`fnv` is ``h``: 23 bits of the hash
+    (a filled slot stays >= 0) and the length, 255 for any longer."""
+    return (h & 0x7FFFFF) << 8 | (n if n < 255 else 255)
+
+
+@K.device(inline=True)
 def lookup(buf, lo, hi, h, voc, whole):
     """Id of the token whose bytes are ``buf[lo:hi]`` (``h``: their :func:`fnv`), or -1; ``whole``: -1 also when
     the format does not emit that token whole (its WHOLE flag). Every hit is verified on the bytes."""
@@ -68,7 +75,7 @@ def lookup(buf, lo, hi, h, voc, whole):
     mask = voc[VCONST][SLOT_MASK]
     s = (h ^ (h >> 15)) & mask
     n = hi - lo
-    tag = (h & 0x7FFFFF) << 8 | (n if n < 255 else 255)
+    tag = slot_tag(h, n)
     for _ in range(voc[VCONST][MAX_PROBE] + 1):
         v = slots[s]
         if v < 0:
@@ -366,19 +373,17 @@ def encode_piece(buf, lo, hi, voc, work, base, out, o, cache, row):
 N_WORK_ROWS = 6  # rows of the merge scratch (symbol, next, rank, heap, where, prev): int32 per byte
 
 
-@numba.njit(cache=True)
-def _fill_slots(pool, off, slots, mask, ents, at):
-    """Insert every token (id order) into the open-addressing slots, its entry at ``ents[at[tid]:]`` (WHOLE 1);
-    returns the longest probe run."""
-    longest = 0
+def _fill_slots_kernel(pool, off, slots, mask, ents, at, longest):
+    """Insert every token (id order) into the open-addressing slots, its entry at ``ents[at[tid]:]`` (WHOLE 1), with
+    the kernels' own :func:`fnv` and :func:`slot_tag`; ``longest[0]``: the longest probe run (a CPU kernel: see
+    :func:`K.cpu`)."""
+    run_max = 0
     for tid in range(off.shape[0] - 1):
         a = off[tid]
         b = off[tid + 1]
         if b == a:
             continue
-        h = 0x811C9DC5
-        for i in range(a, b):
-            h = ((h ^ int(pool[i])) * 0x01000193) & 0xFFFFFFFF
+        h = fnv(pool, a, b)
         s = (h ^ (h >> 15)) & mask
         run = 0
         while slots[s] >= 0:
@@ -386,7 +391,7 @@ def _fill_slots(pool, off, slots, mask, ents, at):
             run += 1
         n = b - a
         e = at[tid]
-        slots[s] = (((h & 0x7FFFFF) << 8 | min(n, 255)) << 32) | e  # (23 bits of the hash: a filled slot is >= 0)
+        slots[s] = (slot_tag(h, n) << 32) | e
         for k in range(4):
             ents[e + k] = (tid >> (8 * k)) & 0xFF
         ents[e + 4] = 1
@@ -394,8 +399,11 @@ def _fill_slots(pool, off, slots, mask, ents, at):
         ents[e + 6] = (n >> 8) & 0xFF
         for k in range(n):
             ents[e + ENT_HEAD + k] = pool[a + k]
-        longest = max(longest, run)
-    return longest
+        run_max = max(run_max, run)
+    longest[0] = run_max
+
+
+_FILL_SLOTS = K.cpu(_fill_slots_kernel)
 
 
 @numba.njit(cache=True)
@@ -442,7 +450,9 @@ class Vocab:
             raise ValueError(f"{spec.source}: tokens of up to 65535 bytes, 4 GiB in all, are supported")
         ent_at = off[:-1] + ENT_HEAD * np.arange(n_ids, dtype=np.int64)
         ents = np.zeros(int(off[-1]) + ENT_HEAD * n_ids + 1, dtype=np.uint8)
-        max_probe = _fill_slots(pool, off, slots, size - 1, ents, ent_at)
+        longest = np.zeros(1, dtype=np.int64)
+        _FILL_SLOTS(pool, off, slots, size - 1, ents, ent_at, longest)
+        max_probe = int(longest[0])
         if spec.merges is None:  # tiktoken's rule: every split of every token into two tokens, ranked by the token
             pairs0 = np.full((1, 2), -1, dtype=np.int64)  # the lookup tables only, typed as the kernels' tuple
             left, right, rank = _rank_pairs((pool, off, slots, pairs0, np.full(1, -1, dtype=np.int64),

@@ -370,7 +370,7 @@ class BPETokenizer:
         (:class:`_OnePlan`), its ids read from the start of the text's scratch region (no compaction kernel)."""
         data, lo, hi = one
         try:
-            plan = self._tls.plans[(type(add_special_tokens), add_special_tokens, allowed, disallowed)]
+            plan = self._tls.plans[_options_key(add_special_tokens, allowed, disallowed)]
         except (AttributeError, KeyError, TypeError):
             plan = None
         if plan is None or hi > plan.max_end or lo < 0 or hi < lo:
@@ -396,7 +396,7 @@ class BPETokenizer:
         counts = np.empty(1, dtype=np.int64)
         offsets = np.zeros(2, dtype=np.int64)
         tail = (*args[2:], counts, _NO_ROWS, 0, False, False)
-        nbuf, work, ids = args[7][:3]
+        work, ids = args[7][1:3]
         extra = self._opts(add_special_tokens, allowed, disallowed)[2]
         room = min(ids.shape[0] - 1, work.shape[1])  # a text's region: mult * end + extra entries of both
         plan = _OnePlan(K.cpu_entry(self._encode, 0, 1, 0, 1, 1, data, offsets, *tail), tail, offsets, counts, ids,
