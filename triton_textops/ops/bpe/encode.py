@@ -117,7 +117,7 @@ def next_added(buf, lo, pos, end, adds, normalized, ctab):
         return s, e, k
 
 
-@K.device
+@K.device(inline="ir")
 def encode_gap(buf, i, s, voc, ctab, cfg, scr, wb, o, cap, row):
     """Pre-tokenize ``buf[i:s]`` with the family's scanner (the kernel variant's ``pretoken_end``) and merge each
     pre-token into ``ids[o:]``; the new ``o`` or -1 when the ids region (``cap``) is full."""
@@ -131,7 +131,7 @@ def encode_gap(buf, i, s, voc, ctab, cfg, scr, wb, o, cap, row):
     return o
 
 
-@K.device
+@K.device(inline="ir")
 def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, nb, wb, o, cap, row):
     """Ids of ``buf[lo:hi]`` (a normalized piece): split at the normalized added tokens; each piece between them
     gets ByteLevel's prefix space when the format adds one (copied to the byte scratch at ``nb``), then
@@ -144,15 +144,15 @@ def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, nb, wb, o, cap, row):
     while pos < hi:
         s, e, k = next_added(buf, lo, pos, hi, adds, F_NORMALIZED, ctab)
         if s > pos:
+            src, a, b = buf, pos, s
             if prefix and buf[pos] != 32:
                 if nb + 1 + (s - pos) > cap:
                     return -1
                 nbuf[nb] = 32
                 for q in range(pos, s):
                     nbuf[nb + 1 + q - pos] = buf[q]
-                o = encode_gap(scr[S_NBUF_READ], nb, nb + 1 + s - pos, voc, ctab, cfg, scr, wb, o, cap, row)
-            else:
-                o = encode_gap(buf, pos, s, voc, ctab, cfg, scr, wb, o, cap, row)
+                src, a, b = scr[S_NBUF_READ], nb, nb + 1 + s - pos
+            o = encode_gap(src, a, b, voc, ctab, cfg, scr, wb, o, cap, row)  # (one call site: one inlined copy)
             if o < 0:
                 return -1
         if k < 0:
@@ -186,7 +186,7 @@ def normalize_nfc(data, lo, hi, out, o, cap, ntab):
     return nfc_write(data, lo, hi, out, o, cap, ntab)
 
 
-@K.device
+@K.device(inline="ir")
 def bpe_text(t, row, wb, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
     """Ids of text ``t`` into its scratch region; ``cnt[t]``: their number, or -1 - status. The merge work rows
     from column ``wb`` on (a CPU share's own columns, reused text after text), or, ``wb`` < 0, the text's region
@@ -223,11 +223,10 @@ def bpe_text(t, row, wb, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
         if s > pos:  # the segment before it, NFC-normalized into the byte scratch when the format says so and it
             # is not NFC already (the prefix-space copies of encode_span then go after the normalized bytes)
             w = normalize(data, pos, s, scr[S_NBUF], base, cap, ntab)
-            if w == NORMAL:
-                o = encode_span(data, pos, s, voc, ctab, adds, cfg, scr, base, wb, o, cap, row)
-            else:
-                o = -1 if w < 0 else encode_span(scr[S_NBUF_READ], base, w, voc, ctab, adds, cfg, scr, w, wb, o,
-                                                 cap, row)
+            src, a, b, nb = data, pos, s, base
+            if w != NORMAL:
+                src, a, b, nb = scr[S_NBUF_READ], base, w, w
+            o = -1 if w == -1 else encode_span(src, a, b, voc, ctab, adds, cfg, scr, nb, wb, o, cap, row)
             if o < 0:
                 cnt[t] = -1 - (DISALLOWED if o == -1 - DISALLOWED else SIZE_BOUND)
                 return
@@ -307,8 +306,9 @@ def write_row(t, offsets, cfg, ids, cnt, rows, pad_id, left_pad, left_trunc):
 
 
 # Text t tokenized into its scratch region (the count in cnt[t]), then, when ``rows`` has rows (ragged output
-# passes none), written as row t. The entry points call the two stages directly: every function between them and
-# the kernel that takes the table tuples costs ~2 s of compile time.
+# passes none), written as row t. The entry points call the two stages directly, and bpe_text and the stages under it
+# (encode_span, encode_gap) are inlined by numba: each separately compiled function between the kernel and the
+# merge step cost ~1-2 s of a cold compile (kernels.device).
 # On the CPU the texts are taken in chunks by the threads (kernels.run_cpu_chunked): thread ``slot`` of ``slots`` uses
 # its own merge work columns and merge cache row.
 def _rows_cpu(slot, slots, chunk, chunks, n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad,
