@@ -42,6 +42,17 @@ def test_good_env_tarball_passes_against_its_stub(packed_env: Path, env_stub: Pa
     assert str(rep.root) != str(packed_env) and not rep.root.exists()  # temp extraction is cleaned up
 
 
+def test_packed_env_holds_bytecode(packed_env: Path, env_python: PythonInfo) -> None:
+    """The pack compiles the bytecode: the server extracts the env anew at each start, and without it every model
+    load imports numba, numpy and ours from source (numba: 1.4-1.6 s instead of 0.45 s here)."""
+    tag = f"cpython-{env_python.major_minor.replace('.', '')}"
+    with tarfile.open(packed_env) as tar:
+        names = set(tar.getnames())
+    for module in ("numba/__init__", "numpy/__init__", "triton_textops/ops/kernels"):
+        package, _, name = module.rpartition("/")
+        assert any(n.endswith(f"site-packages/{package}/__pycache__/{name}.{tag}.pyc") for n in names), module
+
+
 def test_cli_exit_codes(packed_env: Path, packed_dir: Path, env_stub: Path, env_python: PythonInfo,
                         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["env", "check", str(packed_env), "--stub", str(env_stub), "--triton", "2.52.0"]) == 0
@@ -215,4 +226,4 @@ def test_pack_installs_the_package_dependencies_next_to_the_pinned_numpy(tmp_pat
     plan = make_pack_plan(kind="cpu", release=parse_release("24.10"), python=py, tool="venv",
                           output=tmp_path / "env.tar.gz", work_dir=tmp_path / "w")
     install = next(c for c in plan.commands if "install" in c and "--no-deps" not in c)
-    assert install[install.index("--no-compile") + 1:] == ["numpy>=1.21,<2", *declared]
+    assert install[-1 - len(declared):] == ["numpy>=1.21,<2", *declared]

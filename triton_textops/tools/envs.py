@@ -777,9 +777,10 @@ def make_pack_plan(
     if vp is None:
         raise InputError("venv-pack not found: pip install 'triton-textops[pack]' (or venv-pack, into the Python "
                          "running triton-textops)")
-    commands += [
-        [*pip, "install", "--no-compile", *pip_args, *reqs],
-        [*pip, "install", "--no-compile", "--no-deps", *pip_args, textops],
+    commands += [  # (pip compiles the bytecode: without it every server start imports numba from source, ~1 s more
+        # per model load here: the env is extracted anew and the stub's Python may not write __pycache__)
+        [*pip, "install", *pip_args, *reqs],
+        [*pip, "install", "--no-deps", *pip_args, textops],
         [*vp, "-p", str(prefix), "-o", str(archive), "--force"],
     ]
     implications += [
