@@ -8,6 +8,8 @@ text (batch 1), best of ``--repeats`` with the range, and each engine's ratio to
     python benchmarks/bpe.py [--vocab cl100k_base o200k_base gpt2] [--repeats 5] [--warm]
     python benchmarks/bpe.py --gpu     # ours on the GPU against ours on the CPU (a lent GPU machine; no peers)
     python benchmarks/bpe.py --load    # our load time: cold (empty numba cache) and cached, fresh processes
+    python benchmarks/bpe.py --load --python ENV/bin/python   # ... in a served model's environment, e.g. one
+        # built from this checkout by `envs/pack_env.sh --kind cpu --dir -o ENV` (numpy, numba and ours only)
 """
 
 from __future__ import annotations
@@ -211,9 +213,11 @@ print(f"{t3 - t0:.2f} {t1 - t0:.2f} {t2 - t1:.2f} {t3 - t2:.2f}")
 '''
 
 
-def load_times(name: str, repeats: int) -> None:
+def load_times(name: str, repeats: int, python: str | None = None) -> None:
     """Our load as a served model sees it, each in a fresh process: import, tables, first encode (the kernel's
-    compile when cold). Cold: an empty ``NUMBA_CACHE_DIR`` (then the same directory again: cached)."""
+    compile when cold). Cold: an empty ``NUMBA_CACHE_DIR`` (then the same directory again: cached). ``python``:
+    the interpreter of another environment, importing the triton_textops installed there (else this checkout's,
+    in this environment, which also holds the peers and their numba extensions)."""
     import subprocess  # noqa: PLC0415
     import tempfile  # noqa: PLC0415
 
@@ -222,8 +226,9 @@ def load_times(name: str, repeats: int) -> None:
         with tempfile.TemporaryDirectory(prefix="bpe-numba-") as cache:
             env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(ROOT / "tests")}
             for kind in ("cold", "cached"):
-                out = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, name], env=env, capture_output=True,
-                                     text=True, check=True, cwd=ROOT).stdout.split()
+                out = subprocess.run([python or sys.executable, "-c", LOAD_SCRIPT, name], env=env,
+                                     capture_output=True, text=True, check=True,
+                                     cwd=cache if python else ROOT).stdout.split()
                 rows[kind].append([float(x) for x in out])
     for kind, runs in rows.items():
         tot = sorted(r[0] for r in runs)
@@ -239,11 +244,14 @@ def main() -> None:
     ap.add_argument("--warm", action="store_true")
     ap.add_argument("--gpu", action="store_true", help="ours on the GPU vs ours on the CPU only")
     ap.add_argument("--load", action="store_true", help="our load + first encode, cold and cached, per vocab")
+    ap.add_argument("--python", help="--load: the Python of a served model's environment (its triton_textops)")
     a = ap.parse_args()
     print(machine())
     if a.load:
+        if a.python:
+            print(f"environment: {a.python}")
         for name in a.vocab:
-            load_times(name, a.repeats)
+            load_times(name, a.repeats, a.python)
         return
     if a.gpu:
         for name in ("cl100k_base", "o200k_base"):
