@@ -130,6 +130,33 @@ def test_variants_bind_by_name_and_share_the_rest():
     assert "nfc_write" not in glb_cl["bpe_text"].py_func.__globals__["normalize"].py_func.__code__.co_names
 
 
+def test_ir_inlined_device_functions_have_one_cpu_call_site():
+    """``K.device(inline="ir")`` copies a function into each caller's numba IR: it is meant for a kernel's stages,
+    each called from one place of the CPU code (GPU entries, ``*_gpu``, call them through NVVM), and such a
+    stage is never compiled on its own."""
+    import ast  # noqa: PLC0415
+    import importlib  # noqa: PLC0415
+    import pkgutil  # noqa: PLC0415
+
+    import triton_textops.ops as ops  # noqa: PLC0415
+
+    files = [importlib.import_module(m.name).__file__ for m in pkgutil.walk_packages(ops.__path__, ops.__name__ + ".")
+             if not m.name.endswith("cudf_backend")]  # (every module imported: every device function marked)
+    calls: dict[str, list[str]] = {name: [] for name in K._IR_INLINE}
+    for file in files:
+        tree = ast.parse(Path(file).read_text())
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef) and not fn.name.endswith("_gpu"):
+                calls_here = [c.func.id for c in ast.walk(fn) if isinstance(c, ast.Call)
+                              and isinstance(c.func, ast.Name) and c.func.id in calls]
+                for name in calls_here:
+                    calls[name].append(f"{Path(file).stem}.{fn.name}")
+    assert {"bpe_text", "encode_span", "encode_gap"} <= set(calls)
+    assert {name: sites for name, sites in calls.items() if len(sites) != 1} == {}
+    assert K._compiled("encode_gap", "cpu").targetoptions.get("inline") == "always"
+    assert "inline" not in K._compiled("encode_piece", "cpu").targetoptions
+
+
 def test_run_cpu_chunked_runs_every_item_once_and_a_slow_thread_takes_fewer_chunks() -> None:
     """The chunked runner (the BPE encode kernel's): every item exactly once, slots in range, the chunks handed out
     as threads finish (thread 1 slowed down here: thread 0, the caller, takes the rest)."""
