@@ -69,6 +69,9 @@ def device(fn: Callable | None = None, *, inline: bool | str = False) -> Any:
     site: each call site types and compiles its own copy (numba typing a larger function costs more, so
     inlining the merge step as well saved LLVM time but not total time)."""
 
+    if inline not in (False, True, "ir"):
+        raise ValueError(f"device(inline=...): False, True or 'ir', not {inline!r}")
+
     def mark(f: Callable) -> Callable:
         known = _DEVICE.get(f.__name__)
         if known is not None and known.__module__ != f.__module__:  # (a module reloaded may mark its own again)
