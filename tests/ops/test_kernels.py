@@ -212,6 +212,27 @@ def test_cpu_entry_is_the_compiled_kernel_and_counts_its_launch() -> None:
     assert K.COUNTS["launch"] == 1 and K.COUNTS["launch_cpu"] == 1
 
 
+def test_cpu_entry_cache_keys_every_type_numba_distinguishes() -> None:
+    """cpu_entry keeps entries by a cheap key of the argument types (numba's typing took ~1 ms a call): an array of
+    another dtype, layout, writability, dimensions or alignment, a tuple of other items, an int out of int64's range
+    each get numba's own entry for their types, never one compiled for other types."""
+    pair = (K.cpu(_twice_cpu), None)
+    out = np.zeros(8, dtype=np.int64)
+    ro = np.arange(8, dtype=np.int64)
+    ro.flags.writeable = False
+    unaligned = np.zeros(8 * 8 + 1, dtype=np.uint8)[1:].view(np.int64)
+    assert not unaligned.flags.aligned
+    variants = [np.arange(8, dtype=np.int64), np.arange(8, dtype=np.int32), np.arange(16, dtype=np.int64)[::2], ro,
+                unaligned, np.arange(8, dtype=np.float64)]
+    for x in variants:
+        got = K.cpu_entry(pair, 0, 1, 8, x, out)
+        want = pair[0].compile(tuple(pair[0].typeof_pyval(a) for a in (0, 1, 8, x, out)))
+        assert got is want, x
+    assert len({id(K.cpu_entry(pair, 0, 1, 8, x, out)) for x in variants}) >= 5  # (numba may share one overload)
+    assert K._type_key(pair[0], 1 << 63) != K._type_key(pair[0], 8)  # (uint64 for numba)
+    assert K._type_key(pair[0], (1, np.zeros(2))) != K._type_key(pair[0], (1, np.zeros(2, np.float32)))
+
+
 
 _BPE_RETURN_TYPES = """
 import json, sys

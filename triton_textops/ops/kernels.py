@@ -324,7 +324,28 @@ def cpu_entry(pair: tuple[Callable, _LazyGpu], *args: Any) -> Callable:
     disp = pair[0]
     if not hasattr(disp, "compile"):  # NUMBA_DISABLE_JIT: the Python function
         return disp
-    return disp.compile(tuple(disp.typeof_pyval(a) for a in args))
+    key = (disp, tuple(_type_key(disp, a) for a in args))
+    got = _ENTRIES.get(key)
+    if got is None:  # typing ~30 arrays and numba's lookup of the compiled overload took ~1 ms a call here
+        got = _ENTRIES[key] = disp.compile(tuple(disp.typeof_pyval(a) for a in args))
+    return got
+
+
+_ENTRIES: dict[tuple, Callable] = {}  # (dispatcher, argument type keys) -> compiled entry, for cpu_entry
+
+
+def _type_key(disp: Any, a: Any) -> Any:
+    """What numba's ``typeof`` of ``a`` depends on, cheaply: an array's dtype, dimensions, layout, writability and
+    alignment; a tuple's items' keys; a bool, or an int in int64's range, its type; otherwise numba's type."""
+    t = type(a)
+    if t is np.ndarray:
+        f = a.flags
+        return a.dtype, a.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned
+    if t is tuple:
+        return tuple(_type_key(disp, x) for x in a)
+    if t is bool or (t is int and -(1 << 63) <= a < (1 << 63)):
+        return t
+    return disp.typeof_pyval(a)
 
 
 def launch_entry(entry: Callable, *args: Any) -> None:

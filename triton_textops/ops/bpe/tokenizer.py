@@ -93,7 +93,7 @@ def _one_text(texts: Any) -> tuple[np.ndarray, int, int] | None:
             raw = text.encode("utf-8") if type(text) is str else text
         except UnicodeEncodeError as e:
             raise InputError(f"row 0: text is not valid UTF-8 ({e.reason})", rows=np.zeros(1, np.int64)) from None
-        return np.frombuffer(raw, dtype=np.uint8), 0, len(raw)  # (read-only: the type the kernel was compiled for)
+        return np.frombuffer(raw, np.uint8), 0, len(raw)  # (read-only: the type the kernel was compiled for)
     if type(texts) is tuple and len(texts) == 2 and all(type(a) is np.ndarray for a in texts) \
             and texts[1].shape == (2,):
         batch = TextBatch.from_texts(texts, np, "cpu")  # (checked; the kernel checks the span)
@@ -383,7 +383,7 @@ class BPETokenizer:
         if n < 0:
             _raise_bad(plan.counts)
         base = self.mult * lo  # the text's scratch region (encode.bpe_text)
-        return Ragged(plan.ids[base:base + n].astype(np.int64), np.array([0, n], dtype=np.int64))
+        return Ragged(plan.ids[base:base + n].astype(np.int64), np.array((0, n), np.int64))
 
     def _one_plan(self, data: np.ndarray, lo: int, hi: int, add_special_tokens: Any, allowed: Specials,
                   disallowed: Specials) -> _OnePlan:
