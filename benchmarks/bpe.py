@@ -10,6 +10,8 @@ text (batch 1), best of ``--repeats`` with the range, and each engine's ratio to
     python benchmarks/bpe.py --load    # our load time: cold (empty numba cache) and cached, fresh processes
     python benchmarks/bpe.py --load --python ENV/bin/python   # ... in a served model's environment, e.g. one
         # built from this checkout by `envs/pack_env.sh --kind cpu --dir -o ENV` (numpy, numba and ours only)
+    python benchmarks/bpe.py --load --python ENV/bin/python --relocate   # ... each load from a copy of ENV at a
+        # new path: a tarball EXECUTION_ENV_PATH, which Triton extracts anew at every server start
 """
 
 from __future__ import annotations
@@ -213,11 +215,14 @@ print(f"{t3 - t0:.2f} {t1 - t0:.2f} {t2 - t1:.2f} {t3 - t2:.2f}")
 '''
 
 
-def load_times(name: str, repeats: int, python: str | None = None) -> None:
+def load_times(name: str, repeats: int, python: str | None = None, relocate: bool = False) -> None:
     """Our load as a served model sees it, each in a fresh process: import, tables, first encode (the kernel's
     compile when cold). Cold: an empty ``NUMBA_CACHE_DIR`` (then the same directory again: cached). ``python``:
     the interpreter of another environment, importing the triton_textops installed there (else this checkout's,
-    in this environment, which also holds the peers and their numba extensions)."""
+    in this environment, which also holds the peers and their numba extensions). ``relocate``: each load runs
+    from a fresh copy of that environment at a new path, as Triton extracts a tarball ``EXECUTION_ENV_PATH`` to
+    a new ``/tmp/python_env_*`` at every server start."""
+    import shutil  # noqa: PLC0415
     import subprocess  # noqa: PLC0415
     import tempfile  # noqa: PLC0415
 
@@ -226,10 +231,18 @@ def load_times(name: str, repeats: int, python: str | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix="bpe-numba-") as cache:
             env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(ROOT / "tests")}
             for kind in ("cold", "cached"):
-                out = subprocess.run([python or sys.executable, "-c", LOAD_SCRIPT, name], env=env,
+                exe = python or sys.executable
+                if relocate:  # (the venv's bin/python is a link to the base interpreter: copy links as links)
+                    prefix = Path(exe).absolute().parents[1]
+                    copy = Path(cache) / f"python_env_{kind}"
+                    shutil.copytree(prefix, copy, symlinks=True)
+                    exe = str(copy / Path(exe).absolute().relative_to(prefix))
+                out = subprocess.run([exe, "-c", LOAD_SCRIPT, name], env=env,
                                      capture_output=True, text=True, check=True,
                                      cwd=cache if python else ROOT).stdout.split()
                 rows[kind].append([float(x) for x in out])
+                if relocate:
+                    shutil.rmtree(copy)
     for kind, runs in rows.items():
         tot = sorted(r[0] for r in runs)
         best = min(runs)
@@ -245,13 +258,18 @@ def main() -> None:
     ap.add_argument("--gpu", action="store_true", help="ours on the GPU vs ours on the CPU only")
     ap.add_argument("--load", action="store_true", help="our load + first encode, cold and cached, per vocab")
     ap.add_argument("--python", help="--load: the Python of a served model's environment (its triton_textops)")
+    ap.add_argument("--relocate", action="store_true",
+                    help="--load --python: each load from a fresh copy of the environment at a new path (as Triton "
+                         "extracts a tarball EXECUTION_ENV_PATH anew at each server start)")
     a = ap.parse_args()
     print(machine())
     if a.load:
+        if a.relocate and not a.python:
+            ap.error("--relocate needs --python ENV/bin/python")
         if a.python:
-            print(f"environment: {a.python}")
+            print(f"environment: {a.python}" + (" (each load from a fresh copy at a new path)" if a.relocate else ""))
         for name in a.vocab:
-            load_times(name, a.repeats, a.python)
+            load_times(name, a.repeats, a.python, a.relocate)
         return
     if a.gpu:
         for name in ("cl100k_base", "o200k_base"):

@@ -51,8 +51,8 @@ def test_launches_are_counted():
 
 @pytest.mark.slow
 def test_read_only_package_directory_uses_a_user_cache(tmp_path):
-    """numba writes its cache next to the sources; where it cannot (a read-only site-packages in a
-    container) the model must still load: numba then uses the user-wide cache directory."""
+    """A read-only site-packages (a container) still loads, its kernels cached in the user-wide cache directory
+    (ops.jitcache; numba's own locators would also fall back there)."""
     pkg = tmp_path / "site" / "triton_textops"
     shutil.copytree(Path(triton_textops.__file__).parent, pkg,
                     ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))

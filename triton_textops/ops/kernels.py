@@ -30,8 +30,12 @@ from typing import Any
 
 import numba
 import numpy as np
+from numba.core import caching as _caching
+
+from triton_textops.ops import jitcache
 
 SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
+jitcache.install(_caching)  # our kernels' on-disk cache: by the sources' content, not their path (see jitcache)
 # GPU placement: on a GPU device, a batch of fewer texts runs on the CPU kernels and only its outputs go up.
 # The GPU kernels run one thread per text, and one GPU thread is far slower than a CPU core: estimated (not
 # yet measured on a GPU) at a few hundred us of serial work for a ~1 KB excerpt through stage (a), WordPiece
@@ -263,6 +267,12 @@ class _LazyGpu:
         if self._k is None:
             from numba import cuda  # noqa: PLC0415
 
+            try:  # numba-cuda's own cache machinery (older ones use numba's, done at import)
+                from numba.cuda.core import caching as cuda_caching  # noqa: PLC0415
+
+                jitcache.install(cuda_caching)
+            except ImportError:
+                pass
             self._k = cuda.jit(cache=not SIMULATOR)(_clone(self.fn, "gpu", self.bind))
         return self._k
 
