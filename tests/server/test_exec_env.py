@@ -237,3 +237,33 @@ def test_env_check_on_the_same_env(packed_env: Path, probe_info: dict, triton_ru
     else:
         assert rc == 1 and len(fails) == 1, out
         assert f"the env has Python {PY}, the stock stub of tritonserver:24.10-py3 embeds Python 3.10" in fails[0]
+
+
+def test_a_restart_loads_the_kernels_compiled_at_the_first_start(triton_runtime: Runtime, bare_env: Path,
+                                                                  env_repo: Path, tmp_path: Path) -> None:
+    """Triton extracts the tarball to a new /tmp/python_env_* at each start and deletes it at shutdown. numba's own
+    cache locations are keyed by that path, so every start compiled every kernel again; ours are keyed by the
+    sources' content (ops.jitcache): the second start compiles nothing (no cache file added or rewritten) and the
+    model answers the same."""
+    repo = tmp_path / "repo"
+    shutil.copytree(env_repo / "preprocess_env", repo / "preprocess_env", copy_function=os.link)
+    cache = tmp_path / "numba-cache"
+    inputs = {"INPUT0": text_tensor(austen()[:3] + ["naïve café 😀"])}
+    extracted, caches, answers = [], [], []
+    for start in (1, 2):
+        srv = start_server(Runtime(triton_runtime.install, bare_env), repo, f"exec env, start {start} of 2",
+                           env={"NUMBA_CACHE_DIR": str(cache)}, log_verbose=1)
+        try:
+            out, err = server_infer(srv.http_url, "preprocess_env", inputs)
+            assert err is None, err
+            answers.append(out)
+        finally:
+            srv.stop()
+        extracted.append(set(re.findall(r"Starting Python backend stub: source (\S+)/bin/activate", srv.log)))
+        caches.append({p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()})
+    assert extracted[0] and extracted[1] and extracted[0].isdisjoint(extracted[1])  # two extractions
+    kernels = [p for p in caches[0] if p.suffix == ".nbc"]
+    assert kernels and all((cache / "triton_textops") in p.parents for p in kernels)
+    assert caches[1] == caches[0]  # nothing compiled at the second start
+    for name in answers[0]:
+        np.testing.assert_array_equal(answers[1][name], answers[0][name])
