@@ -96,6 +96,29 @@ def test_only_the_package_kernels_take_the_locator(tmp_path, monkeypatch):
     assert jitcache.PackageLocator.from_function(fn, src) is None
 
 
+def test_the_stamp_covers_every_ops_source_and_table(tmp_path, monkeypatch):
+    """Any byte of any ops module or Unicode table changes the stamp; a package whose sources cannot be listed or
+    read (zipped) has none, and then numba's own locators are used."""
+    pkg = _copy_package(tmp_path / "a")
+    base = jitcache.stamp_of(pkg)
+    assert base == jitcache.sources_stamp() and len(base) == 64
+    for rel in ("ops/bpe/merge.py", "ops/__init__.py", "data/nfc_tables.npz"):
+        f = pkg / rel
+        data = f.read_bytes()
+        f.write_bytes(data + b"\n")
+        assert jitcache.stamp_of(pkg) != base, rel
+        f.write_bytes(data)
+    (pkg / "ops" / "new_module.py").write_text("X = 1\n")
+    assert jitcache.stamp_of(pkg) != base
+    (pkg / "ops" / "new_module.py").unlink()
+    assert jitcache.stamp_of(pkg) == base
+    (pkg / "data" / "bpe_classes.npz").unlink()
+    assert jitcache.stamp_of(pkg) is None
+    assert jitcache.stamp_of(tmp_path / "empty") is None
+    monkeypatch.setattr(jitcache, "sources_stamp", lambda: None)
+    assert jitcache.PackageLocator.from_function(merge._fill_pairs.py_func, merge.__file__) is None
+
+
 def test_cpu_and_gpu_caches_take_the_locator_first():
     """numba's CPU cache and numba-cuda's (its own caching module) both try our locator first: the GPU kernels
     compiled at one server start load at the next as the CPU ones do."""

@@ -37,19 +37,26 @@ TABLES = ("unicode_tables.npz", "bpe_classes.npz", "nfc_tables.npz")  # data the
 
 
 @functools.cache
-def sources_stamp() -> str:
+def sources_stamp() -> str | None:
     """A hash of every ``.py`` file under ``triton_textops/ops`` (by relative path and content) and of the Unicode
-    table files: what our compiled kernels can depend on."""
+    table files: what our compiled kernels can depend on. None when they cannot all be read as files (a zipped
+    package: numba's own locators then)."""
+    return stamp_of(PACKAGE)
+
+
+def stamp_of(package: Path) -> str | None:
+    """:func:`sources_stamp` of the package folder ``package``."""
     h = hashlib.sha256()
-    files = sorted(p for p in OPS.rglob("*.py") if "__pycache__" not in p.parts)
-    files += [PACKAGE / "data" / name for name in TABLES]
-    for p in files:
-        rel = p.relative_to(PACKAGE).as_posix().encode()
-        try:
+    try:
+        files = sorted(p for p in (package / "ops").rglob("*.py") if "__pycache__" not in p.parts)
+        if not files:
+            return None
+        for p in files + [package / "data" / name for name in TABLES]:
+            rel = p.relative_to(package).as_posix().encode()
             data = p.read_bytes()
-        except OSError:
-            data = b"\0missing"
-        h.update(len(rel).to_bytes(8, "little") + rel + len(data).to_bytes(8, "little") + data)
+            h.update(len(rel).to_bytes(8, "little") + rel + len(data).to_bytes(8, "little") + data)
+    except OSError:
+        return None
     return h.hexdigest()
 
 
@@ -68,10 +75,11 @@ class PackageLocator:
     """A numba cache locator (the duck type both numba's and numba-cuda's caches take) for the functions defined
     under ``triton_textops/ops``: see the module's docstring."""
 
-    def __init__(self, py_func: Any, py_file: str) -> None:
+    def __init__(self, py_func: Any, py_file: str, stamp: str) -> None:
         self._lineno = py_func.__code__.co_firstlineno
+        self._stamp = stamp
         rel = Path(py_file).resolve().parent.relative_to(PACKAGE)
-        self._cache_path = os.path.join(cache_base(), "triton_textops", sources_stamp()[:24], *rel.parts)
+        self._cache_path = os.path.join(cache_base(), "triton_textops", stamp[:24], *rel.parts)
 
     def ensure_cache_path(self) -> None:
         path = self.get_cache_path()
@@ -82,21 +90,24 @@ class PackageLocator:
         return self._cache_path
 
     def get_source_stamp(self) -> str:
-        return sources_stamp()
+        return self._stamp
 
     def get_disambiguator(self) -> str:
         return str(self._lineno)
 
     @classmethod
     def from_function(cls, py_func: Any, py_file: str) -> PackageLocator | None:
-        """The locator of ``py_func`` when its source is one of ours and the cache folder can be written, else
-        None (numba's next locator)."""
+        """The locator of ``py_func`` when its source is one of ours, their stamp known and the cache folder can
+        be written, else None (numba's next locator)."""
         try:
             Path(py_file).resolve().relative_to(OPS)
         except (ValueError, OSError):
             return None
+        stamp = sources_stamp()
+        if stamp is None:
+            return None
         try:
-            self = cls(py_func, py_file)
+            self = cls(py_func, py_file, stamp)
             self.ensure_cache_path()
         except OSError:
             return None
