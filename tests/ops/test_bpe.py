@@ -315,3 +315,32 @@ def test_long_tokens(tmp_path: O.Path) -> None:
     got = tok.encode(texts).tolist()
     assert got == enc.encode_ordinary_batch(texts)
     assert got[1] == [ranks[b"a" * 255]] and got[4] == [ranks[b"a" * 300]] and got[8] == [ranks[b" " + b"b" * 299]]
+
+
+def test_host_table_build_matches_the_kernels_hashing_and_probing() -> None:
+    """The vocabulary and pair tables are built with NumPy (no kernel compiled at load): the vectorized FNV and pair
+    mix equal the kernels' device functions (run as Python), and every key's slot is reached by linear probing from
+    its home over filled slots only (wrapping at the end), each slot taken once, within the longest run returned:
+    random homes, a pile-up on one home and pile-ups at the table's end (the wrap)."""
+    from triton_textops.ops.bpe import merge as M
+
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(1, 40, 300)
+    lengths[:3] = [1, 255, 300]
+    pool = rng.integers(0, 256, int(lengths.sum())).astype(np.uint8)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    got = M._fnv_all(pool, starts, lengths)
+    assert got.tolist() == [M.fnv(pool, a, a + n) for a, n in zip(starts.tolist(), lengths.tolist())]
+    keys = (rng.integers(0, 1 << 18, 500) << 32) | rng.integers(0, 1 << 18, 500)
+    assert M._mix64_all(keys).tolist() == [M.mix64(int(k)) for k in keys]
+
+    for size, home in [(64, rng.integers(0, 64, 40)), (64, np.full(40, 3)), (64, np.full(40, 60)),
+                       (16, np.array([15, 15, 14, 0, 15, 1, 15])), (1024, rng.integers(0, 1024, 511)),
+                       (16, np.zeros(0, np.int64))]:
+        slot, longest = M._place(home.astype(np.int64), size)
+        assert len(set(slot.tolist())) == len(slot) and ((0 <= slot) & (slot < size)).all()
+        filled = set(slot.tolist())
+        runs = [(s - h) % size for h, s in zip(home.tolist(), slot.tolist())]
+        for h, r in zip(home.tolist(), runs):
+            assert all((h + k) % size in filled for k in range(r + 1))
+        assert longest == max(runs, default=0)

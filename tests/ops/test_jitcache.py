@@ -13,7 +13,7 @@ import pytest
 import triton_textops
 from triton_textops.ops import jitcache
 from triton_textops.ops import kernels as K  # noqa: F401  (installs the locator)
-from triton_textops.ops.bpe import merge
+from triton_textops.ops.bpe import encode
 
 # one small cached kernel of the package, compiled or loaded from the cache; prints the cache hits and misses
 _PROBE = """
@@ -22,12 +22,11 @@ sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower(
 import numpy as np
 import triton_textops
 assert triton_textops.__file__.startswith(sys.argv[1]), triton_textops.__file__
-from triton_textops.ops.bpe import merge as M
-a = np.array([1, 2], np.int64)
-pairs = np.full((16, 2), -1, np.int64)
-M._fill_pairs(a, a + 2, a - 1, a - 1, pairs, 15)
-print(sum(M._fill_pairs.stats.cache_hits.values()), sum(M._fill_pairs.stats.cache_misses.values()),
-      M._fill_pairs._cache._cache_path)
+from triton_textops.ops.bpe.encode import COMPACT
+k = COMPACT[0]
+z = np.zeros(2, np.int64)
+k(0, 1, 0, z, z, np.zeros(2, np.int32), z, z)
+print(sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values()), k._cache._cache_path)
 """
 
 
@@ -81,8 +80,8 @@ def _outside(x):  # noqa: ANN001, ANN202
 def test_only_the_package_kernels_take_the_locator(tmp_path, monkeypatch):
     """A function defined outside triton_textops/ops keeps numba's locators; an unwritable folder gives None (then
     numba's own locators too); the folder is <NUMBA_CACHE_DIR>/triton_textops/<stamp>/<the source's folder>."""
-    fn = merge._fill_pairs.py_func
-    src = merge.__file__
+    fn = encode.COMPACT[0].py_func
+    src = encode.__file__
     monkeypatch.setattr(jitcache, "cache_base", lambda: str(tmp_path / "base"))
     loc = jitcache.PackageLocator.from_function(fn, src)
     assert loc is not None
@@ -116,7 +115,7 @@ def test_the_stamp_covers_every_ops_source_and_table(tmp_path, monkeypatch):
     assert jitcache.stamp_of(pkg) is None
     assert jitcache.stamp_of(tmp_path / "empty") is None
     monkeypatch.setattr(jitcache, "sources_stamp", lambda: None)
-    assert jitcache.PackageLocator.from_function(merge._fill_pairs.py_func, merge.__file__) is None
+    assert jitcache.PackageLocator.from_function(encode.COMPACT[0].py_func, encode.__file__) is None
 
 
 def test_cpu_and_gpu_caches_take_the_locator_first():
@@ -126,10 +125,10 @@ def test_cpu_and_gpu_caches_take_the_locator_first():
 
     impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
     assert impl._locator_classes[0] is jitcache.PackageLocator
-    assert isinstance(merge._fill_pairs._cache._impl.locator, jitcache.PackageLocator)
+    assert isinstance(encode.COMPACT[0]._cache._impl.locator, jitcache.PackageLocator)
     cuda_caching = pytest.importorskip("numba.cuda.core.caching")
     from numba.cuda.dispatcher import CUDACacheImpl
 
     K.gpu(_outside).get()  # the first GPU kernel installs it in numba-cuda's list
     assert cuda_caching.CacheImpl._locator_classes[0] is jitcache.PackageLocator
-    assert isinstance(CUDACacheImpl(merge._fill_pairs.py_func).locator, jitcache.PackageLocator)
+    assert isinstance(CUDACacheImpl(encode.COMPACT[0].py_func).locator, jitcache.PackageLocator)

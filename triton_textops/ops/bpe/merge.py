@@ -9,12 +9,13 @@ keyed by (rank, position), so a 1 MB run of one letter is n log n, not quadratic
 keeps the pieces it merged (:func:`cache_get` / :func:`cache_put`: bytes -> ids, verified on the bytes, emptied when
 full), so a word that repeats is merged once per thread; the GPU kernels run without it (one thread per text).
 
-The tables (:class:`Vocab`) are built on the host by njit functions that share the kernels' hash arithmetic.
+The tables (:class:`Vocab`) are built on the host with NumPy, in the kernels' hash arithmetic. Only what needs the
+lookup or the merge step runs as a kernel at load: :func:`_rank_pairs_kernel` (rank files) and :func:`_reach_kernel`
+(HF files without ``ignore_merges``).
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from triton_textops.ops import kernels as K
@@ -373,59 +374,99 @@ def encode_piece(buf, lo, hi, voc, work, base, out, o, cache, row):
 N_WORK_ROWS = 6  # rows of the merge scratch (symbol, next, rank, heap, where, prev): int32 per byte
 
 
-def _fill_slots_kernel(pool, off, slots, mask, ents, at, longest):
-    """Insert every token (id order) into the open-addressing slots, its entry at ``ents[at[tid]:]`` (WHOLE 1), with
-    the kernels' own :func:`fnv` and :func:`slot_tag`; ``longest[0]``: the longest probe run (a CPU kernel: see
-    :func:`K.cpu`)."""
-    run_max = 0
-    for tid in range(off.shape[0] - 1):
-        a = off[tid]
-        b = off[tid + 1]
-        if b == a:
-            continue
-        h = fnv(pool, a, b)
-        s = (h ^ (h >> 15)) & mask
-        run = 0
-        while slots[s] >= 0:
-            s = (s + 1) & mask
-            run += 1
-        n = b - a
-        e = at[tid]
-        slots[s] = (slot_tag(h, n) << 32) | e
-        for k in range(4):
-            ents[e + k] = (tid >> (8 * k)) & 0xFF
-        ents[e + 4] = 1
-        ents[e + 5] = n & 0xFF
-        ents[e + 6] = (n >> 8) & 0xFF
-        for k in range(n):
-            ents[e + ENT_HEAD + k] = pool[a + k]
-        run_max = max(run_max, run)
-    longest[0] = run_max
+def _place(home: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    """Slots for keys of home slots ``home`` in an open-addressing table of ``size`` (a power of 2, more than the
+    keys) with linear probing that wraps around, as :func:`lookup` and :func:`pair_of` probe it: each key is
+    placed at its home or after a run of filled slots that starts there. Returns (slot per key, the longest run
+    from a home to its key's slot).
+
+    Vectorized (NumPy: no kernel to compile at load): by home order, key i lands at ``max(home_i, slot_{i-1} + 1)``,
+    i.e. ``i + cummax(home - i)``. The keys are laid out twice, the second copy shifted by ``size``, so that the
+    second copy sees what the first pushes past the end of the table (the wrap); the second copy is the table."""
+    m = home.shape[0]
+    order = np.argsort(home)  # (any order among equal homes gives a valid table)
+    h2 = np.concatenate([home[order], home[order] + size])
+    idx = np.arange(2 * m, dtype=np.int64)
+    line = idx + np.maximum.accumulate(h2 - idx)
+    # the second copy's slots rise strictly: distinct modulo size when they span less than size
+    if m and line[-1] - line[m] >= size:
+        raise RuntimeError("open addressing: more keys than slots")
+    slot = np.empty(m, dtype=np.int64)
+    slot[order] = line[m:] - size
+    run = slot - home  # >= 0: the second copy's slot is at least its home
+    return slot & (size - 1), int(run.max(initial=0))
 
 
-_FILL_SLOTS = K.cpu(_fill_slots_kernel)
+def _fnv_all(pool: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """:func:`fnv` of each ``pool[start:start + length]``, vectorized by byte position (int64)."""
+    order = np.argsort(-length, kind="stable")
+    st, ln = start[order], length[order]
+    h = np.full(order.shape[0], 0x811C9DC5, dtype=np.uint64)
+    k = 0
+    longest = int(ln[0]) if ln.shape[0] else 0
+    active = ln.shape[0]
+    while k < longest:
+        active = int(np.searchsorted(-ln, -k, side="left"))  # tokens longer than k: a prefix of the order
+        hk = h[:active]
+        hk ^= pool[st[:active] + k].astype(np.uint64)
+        hk *= np.uint64(0x01000193)
+        hk &= np.uint64(0xFFFFFFFF)
+        k += 1
+    out = np.empty_like(h)
+    out[order] = h
+    return out.astype(np.int64)
 
 
-@numba.njit(cache=True)
-def _fill_pairs(left, right, rank, result, pairs, mask):
-    """Insert every merge (the lowest rank wins a repeated pair, as HF's first-listed merge does)."""
-    longest = 0
-    for m in range(left.shape[0]):
-        key = (left[m] << 32) | right[m]
-        h = key ^ (key >> 31)
-        h = (h * 0x7FB5D329728EA185) & 0x7FFFFFFFFFFFFFFF
-        s = (h ^ (h >> 27)) & mask
-        run = 0
-        while pairs[s, 0] >= 0 and pairs[s, 0] != key:
-            s = (s + 1) & mask
-            run += 1
-        if pairs[s, 0] == key:
-            if (pairs[s, 1] >> 32) <= rank[m]:
-                continue
-        pairs[s, 0] = key
-        pairs[s, 1] = (rank[m] << 32) | result[m]
-        longest = max(longest, run)
-    return longest
+def _mix64_all(key: np.ndarray) -> np.ndarray:
+    """:func:`mix64` of each int64 ``key`` >= 0."""
+    h = key.astype(np.uint64)
+    h ^= h >> np.uint64(31)
+    h *= np.uint64(0x7FB5D329728EA185)  # (wraps mod 2**64 as the kernels' int64 product; 63 bits kept)
+    h &= np.uint64(0x7FFFFFFFFFFFFFFF)
+    h ^= h >> np.uint64(27)
+    return h.astype(np.int64)
+
+
+def _fill_slots(pool: np.ndarray, off: np.ndarray, size: int, ents: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, int]:
+    """The SLOTS table of every token of bytes (the kernels' :func:`fnv` and :func:`slot_tag`), its entry written at
+    ``ents[at[tid]:]`` (id, WHOLE 1, length, bytes); returns (slots, the longest probe run)."""
+    lengths = np.diff(off)
+    tid = np.flatnonzero(lengths > 0)
+    n = lengths[tid]
+    h = _fnv_all(pool, off[tid], n)
+    slot, longest = _place((h ^ (h >> 15)) & (size - 1), size)
+    slots = np.full(size, -1, dtype=np.int64)
+    tag = ((h & 0x7FFFFF) << 8) | np.minimum(n, 255)
+    e = at[tid]
+    slots[slot] = (tag << 32) | e
+    for k in range(4):
+        ents[e + k] = (tid >> (8 * k)) & 0xFF
+    ents[e + 4] = 1
+    ents[e + 5] = n & 0xFF
+    ents[e + 6] = (n >> 8) & 0xFF
+    within = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)  # byte k of its token: k
+    ents[np.repeat(e + ENT_HEAD, n) + within] = pool[np.repeat(off[tid], n) + within]
+    return slots, longest
+
+
+def _fill_pairs(left: np.ndarray, right: np.ndarray, rank: np.ndarray, result: np.ndarray, size: int,
+                unique: bool) -> tuple[np.ndarray, int]:
+    """The PAIRS table of every merge: (slots, 2) of (left << 32 | right, rank << 32 | result); returns (pairs, the
+    longest probe run). A repeated pair keeps its lowest rank, then its first listed (HF's first-listed merge);
+    ``unique``: the caller's pairs are known distinct (tiktoken's rule: a split's two halves make one token)."""
+    key = (left << 32) | right
+    keep = np.arange(key.shape[0])
+    if not unique:
+        order = np.lexsort((keep, rank, key))
+        ks = key[order]
+        first = np.ones(order.shape[0], dtype=bool)
+        first[1:] = ks[1:] != ks[:-1]
+        keep = order[first]
+    slot, longest = _place(_mix64_all(key[keep]) & (size - 1), size)
+    pairs = np.full((size, 2), -1, dtype=np.int64)
+    pairs[slot, 0] = key[keep]
+    pairs[slot, 1] = (rank[keep] << 32) | result[keep]
+    return pairs, longest
 
 
 class Vocab:
@@ -445,14 +486,11 @@ class Vocab:
         np.cumsum(lengths, out=off[1:])
         pool = np.frombuffer(b"".join(toks), dtype=np.uint8)
         size = 1 << max(4, (2 * max(len(spec.vocab), 1) - 1).bit_length())
-        slots = np.full(size, -1, dtype=np.int64)
         if off[-1] + ENT_HEAD * n_ids >= 1 << 32 or lengths.max(initial=0) >= 1 << 16:
             raise ValueError(f"{spec.source}: tokens of up to 65535 bytes, 4 GiB in all, are supported")
         ent_at = off[:-1] + ENT_HEAD * np.arange(n_ids, dtype=np.int64)
         ents = np.zeros(int(off[-1]) + ENT_HEAD * n_ids + 1, dtype=np.uint8)
-        longest = np.zeros(1, dtype=np.int64)
-        _FILL_SLOTS(pool, off, slots, size - 1, ents, ent_at, longest)
-        max_probe = int(longest[0])
+        slots, max_probe = _fill_slots(pool, off, size, ents, ent_at)
         if spec.merges is None:  # tiktoken's rule: every split of every token into two tokens, ranked by the token
             pairs0 = np.full((1, 2), -1, dtype=np.int64)  # the lookup tables only, typed as the kernels' tuple
             left, right, rank = _rank_pairs((pool, off, slots, pairs0, np.full(1, -1, dtype=np.int64),
@@ -465,8 +503,7 @@ class Vocab:
         if len(rank) and (rank.max() >= NO_PAIR or result.max() >= 1 << 31):
             raise ValueError(f"{spec.source}: merge ranks / ids do not fit int32")
         psize = 1 << max(4, (2 * max(len(left), 1) - 1).bit_length())
-        pairs = np.full((psize, 2), -1, dtype=np.int64)
-        pair_probe = _fill_pairs(left, right, rank, result, pairs, psize - 1)
+        pairs, pair_probe = _fill_pairs(left, right, rank, result, psize, spec.merges is None)
         byte_ids = np.array([spec.vocab[bytes([b])] for b in range(256)], dtype=np.int32)
         consts = np.array([size - 1, psize - 1, max_probe, pair_probe, n_ids], dtype=np.int64)
         byte_pairs = np.full(1 << 16, -1, dtype=np.int64)
