@@ -402,16 +402,12 @@ def _fnv_all(pool: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndar
     order = np.argsort(-length, kind="stable")
     st, ln = start[order], length[order]
     h = np.full(order.shape[0], 0x811C9DC5, dtype=np.uint64)
-    k = 0
-    longest = int(ln[0]) if ln.shape[0] else 0
-    active = ln.shape[0]
-    while k < longest:
+    for k in range(int(ln[0]) if ln.shape[0] else 0):
         active = int(np.searchsorted(-ln, -k, side="left"))  # tokens longer than k: a prefix of the order
         hk = h[:active]
         hk ^= pool[st[:active] + k].astype(np.uint64)
         hk *= np.uint64(0x01000193)
         hk &= np.uint64(0xFFFFFFFF)
-        k += 1
     out = np.empty_like(h)
     out[order] = h
     return out.astype(np.int64)
@@ -455,17 +451,17 @@ def _fill_pairs(left: np.ndarray, right: np.ndarray, rank: np.ndarray, result: n
     longest probe run). A repeated pair keeps its lowest rank, then its first listed (HF's first-listed merge);
     ``unique``: the caller's pairs are known distinct (tiktoken's rule: a split's two halves make one token)."""
     key = (left << 32) | right
-    keep = np.arange(key.shape[0])
     if not unique:
-        order = np.lexsort((keep, rank, key))
+        order = np.lexsort((np.arange(key.shape[0]), rank, key))
         ks = key[order]
         first = np.ones(order.shape[0], dtype=bool)
         first[1:] = ks[1:] != ks[:-1]
         keep = order[first]
-    slot, longest = _place(_mix64_all(key[keep]) & (size - 1), size)
+        key, rank, result = key[keep], rank[keep], result[keep]
+    slot, longest = _place(_mix64_all(key) & (size - 1), size)
     pairs = np.full((size, 2), -1, dtype=np.int64)
-    pairs[slot, 0] = key[keep]
-    pairs[slot, 1] = (rank[keep] << 32) | result[keep]
+    pairs[slot, 0] = key
+    pairs[slot, 1] = (rank << 32) | result
     return pairs, longest
 
 
