@@ -49,6 +49,22 @@ def test_ranked_exact(ranked: tuple[str, BPETokenizer]) -> None:
     assert not _diff(tok.encode(TEXTS).tolist(), enc.encode_ordinary_batch(_nfc(name, TEXTS)), TEXTS)
 
 
+def test_ranked_word_boundaries(ranked: tuple[str, BPETokenizer]) -> None:
+    """ASCII words in every case pattern between every kind of neighbour: where the scanners' ASCII fast paths
+    (o200k's ``[A-Z]*[a-z]+``) must stop or hand over (an apostrophe, a non-ASCII letter, mark or title-case
+    letter after the word, CR / LF / digits / symbols before it)."""
+    name, tok = ranked
+    before = ["", " ", "  ", "\t", "\r", "\n", "\r\n", "-", "(", "\u2014", "\u00a0", "7", "'", "\u01c5", "\u00e9"]
+    words = ["the", "The", "THE", "McDonald", "aB", "I", "a", "iPhone", "ABc", "x"]
+    after = ["", " ", "'s", "'S", "'t", "'re", "'LL", "'ve", "'d", "'M", "'x", "'", "\u00e9", "\u00c9", "\u0301", "\u01c5",
+             "\u02b0", "7", ".", "\r", "\n", ",x", "\U0001F600", "_", "A", "z"]
+    texts = [b + w + a for b in before for w in words for a in after]
+    enc = O.tiktoken_encoding(name)
+    assert not _diff(tok.encode(texts).tolist(), enc.encode_ordinary_batch(_nfc(name, texts)), texts)
+    one = texts[::7]  # (the one-text path)
+    assert not _diff([tok.encode([t]).tolist()[0] for t in one], enc.encode_ordinary_batch(_nfc(name, one)), one)
+
+
 def test_ranked_every_code_point(ranked: tuple[str, BPETokenizer]) -> None:
     name, tok = ranked
     texts = O.every_code_point_texts()
@@ -344,3 +360,41 @@ def test_host_table_build_matches_the_kernels_hashing_and_probing() -> None:
         for h, r in zip(home.tolist(), runs):
             assert all((h + k) % size in filled for k in range(r + 1))
         assert longest == max(runs, default=0)
+
+
+def test_slot_table_finds_every_token_from_its_one_slot() -> None:
+    """SLOTS as the host builds it and :func:`merge.lookup` reads it (run as Python): every token of 1-300 bytes
+    (8 and 9 bytes: the slot's inline bytes and one past them; 255+: the length capped in the tag) is found by
+    its bytes, its WHOLE flag cleared only answers ``whole=False``; its bytes with one byte changed past the 8th,
+    one byte short or one byte longer are not found; a hit is checked on the bytes (forged tables)."""
+    from triton_textops.ops.bpe import merge as M
+
+    rng = np.random.default_rng(11)
+    lengths = rng.integers(1, 20, 400)
+    lengths[:8] = [1, 7, 8, 9, 16, 255, 256, 300]
+    pool = rng.integers(0, 256, int(lengths.sum())).astype(np.uint8)
+    off = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    size = 1024
+    slots, slot_of, longest = M._fill_slots(pool, off, size)
+    slots[slot_of[3], 0] &= ~M.WHOLE
+    voc = (pool, off, slots, None, None, None, np.array([size - 1, 0, longest, 0, len(lengths)]))
+    for i, (a, b) in enumerate(zip(off[:-1].tolist(), off[1:].tolist())):
+        assert M.lookup(pool, a, b, M.fnv(pool, a, b), voc, False) == i
+        assert M.lookup(pool, a, b, M.fnv(pool, a, b), voc, True) == (-1 if i == 3 else i)
+    for i in range(2, 8):  # 8+ bytes: change the last one, drop it, add one
+        a, b = int(off[i]), int(off[i + 1])
+        bad = pool[a:b].copy()
+        bad[-1] ^= 1
+        longer = np.concatenate([pool[a:b], [7]]).astype(np.uint8)
+        for buf, n in ((bad, b - a), (pool[a:b - 1].copy(), b - a - 1), (longer, b - a + 1)):
+            assert M.lookup(buf, 0, n, M.fnv(buf, 0, n), voc, False) != i
+    # a hit is verified on the bytes, not on the hash: forge the slot's inline bytes, or a stored byte past the 8th
+    a, b = int(off[2]), int(off[3])
+    query = pool[a:b].copy()
+    slots[slot_of[2], 1] ^= 1 << 56
+    assert M.lookup(query, 0, b - a, M.fnv(query, 0, b - a), voc, False) == -1
+    a, b = int(off[4]), int(off[5])
+    query = pool[a:b].copy()
+    assert M.lookup(query, 0, b - a, M.fnv(query, 0, b - a), voc, False) == 4
+    pool[b - 1] ^= 1
+    assert M.lookup(query, 0, b - a, M.fnv(query, 0, b - a), voc, False) == -1
