@@ -215,11 +215,31 @@ def o200k_letters(buf, q, end, ctab, alt):
 
 
 @K.device(inline=True)
+def ascii_word(buf, q, end):
+    """o200k's ``[UP]*[LO]+C?`` from ``q`` where the text there is ASCII ``[A-Z]*[a-z]+`` followed by an ASCII
+    byte other than an apostrophe (or by the end), as most English words are: its end (no contraction can
+    follow, and ASCII upper / lower case letters are UP / LO only); else -1, and the general scanner decides.
+    Measured here: o200k's scanner alone 264-294 -> 327-335 MB/s on English text (cl100k's: 331)."""
+    j = q
+    while j < end and 65 <= buf[j] <= 90:
+        j += 1
+    k = j
+    while k < end and 97 <= buf[k] <= 122:
+        k += 1
+    if k == j or (k < end and (buf[k] >= 0x80 or buf[k] == APOS)):
+        return -1
+    return k
+
+
+@K.device(inline=True)
 def scan_o200k(buf, i, end, ctab):
     """o200k_base: ``[^\\r\\n\\p{L}\\p{N}]?[UP]*[LO]+C?|[^\\r\\n\\p{L}\\p{N}]?[UP]+[LO]*C?|\\p{N}{1,3}|
     ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`` (C: a case-insensitive contraction)."""
     c, n, cp = cls_at(buf, i, end, ctab)
     lead = (c & (CL_L | CL_N)) == 0 and cp != CR and cp != LF
+    e = ascii_word(buf, i + n if lead else i, end)
+    if e > 0:  # (the first alternative, as the loop below would find it)
+        return e
     for alt in range(1, 3):
         for take in range(2):
             if take == 0 and not lead:
