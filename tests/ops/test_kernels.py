@@ -207,7 +207,7 @@ def test_cpu_entry_is_the_compiled_kernel_and_counts_its_launch() -> None:
     assert entry is K.cpu_entry(pair, 0, 1, 5, x[:3], out)  # (the same types)
     assert entry is next(iter(pair[0].overloads.values())).entry_point
     K.COUNTS.clear()
-    K.launch_entry(entry, 0, 1, 5, x, out)
+    K.launch_entry(entry, [0, 1, 5, x, out])
     assert out.tolist() == [0, 2, 4, 6, 8]
     assert K.COUNTS["launch"] == 1 and K.COUNTS["launch_cpu"] == 1
 
