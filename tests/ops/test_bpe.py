@@ -313,6 +313,28 @@ def test_one_text_path(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not errors
 
 
+def test_tokenizers_of_one_thread_share_its_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPU scratch a thread keeps serves every tokenizer it runs: a second tokenizer's first batch allocates no
+    new ids scratch; a format with NFC (Qwen2) after one without (its placeholder normalized-text buffer) and back,
+    batches and one-text calls alternating, texts growing past the kept scratch: each exact against tiktoken."""
+    import triton_textops.ops.bpe.tokenizer as T  # noqa: PLC0415
+
+    monkeypatch.setattr(T, "SCRATCH_KEEP", 1 << 17)
+    toks = {name: BPETokenizer.from_tiktoken(O.DATA / O.RANK_FILES[name], encoding=name)
+            for name in ("cl100k_base", "qwen2")}
+    toks["cl100k_base"].encode(AUSTEN[:50])
+    kept = T._POOL.ids
+    toks["qwen2"].encode(AUSTEN[50:60])
+    assert T._POOL.ids is kept
+    batches = [AUSTEN[:40], [AUSTEN[1] * 60], O.BPE_ADVERSARIAL, ["e\u0301" * 5000, "A\u030a"], AUSTEN[40:45] * 30]
+    for _ in range(2):
+        for batch in batches:
+            for name, tok in toks.items():
+                enc = O.tiktoken_encoding(name)
+                assert tok.encode(batch).tolist() == enc.encode_ordinary_batch(_nfc(name, batch))
+                assert tok.encode([batch[-1]]).tolist() == [enc.encode_ordinary(_nfc(name, [batch[-1]])[0])]
+
+
 def test_long_tokens(tmp_path: O.Path) -> None:
     """Tokens of 255 bytes and more (a slot holds lengths up to 254; longer ones are compared on their entry's
     length): looked up whole and merged exactly as tiktoken does, next to their shorter prefixes."""
