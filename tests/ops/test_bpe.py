@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from triton_textops.errors import InputError
+from triton_textops.ops import kernels as K
+from triton_textops.ops.bpe.merge import mix64, piece_hash
 from triton_textops.ops.bpe.tokenizer import BPETokenizer
 
 tiktoken = pytest.importorskip("tiktoken")
@@ -357,20 +359,25 @@ def test_long_tokens(tmp_path: O.Path) -> None:
 
 def test_host_table_build_matches_the_kernels_hashing_and_probing() -> None:
     """The vocabulary and pair tables are built with NumPy (no kernel compiled at load): the vectorized FNV and pair
-    mix equal the kernels' device functions (run as Python), and every key's slot is reached by linear probing from
+    mix equal the kernels' device functions (run as Python: word by word, the first word), and every key's slot is reached by linear probing from
     its home over filled slots only (wrapping at the end), each slot taken once, within the longest run returned:
     random homes, a pile-up on one home and pile-ups at the table's end (the wrap)."""
     from triton_textops.ops.bpe import merge as M
 
     rng = np.random.default_rng(5)
     lengths = rng.integers(1, 40, 300)
-    lengths[:3] = [1, 255, 300]
+    lengths[:8] = [1, 255, 300, 7, 8, 9, 16, 17]
+    lengths[-3:] = [3, 9, 5]
     pool = rng.integers(0, 256, int(lengths.sum())).astype(np.uint8)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    got = M._fnv_all(pool, starts, lengths)
-    assert got.tolist() == [M.fnv(pool, a, a + n) for a, n in zip(starts.tolist(), lengths.tolist())]
+    h, first = M._hash_all(pool, starts, lengths)  # (the last tokens end within 8 bytes of the pool's end)
+    with np.errstate(over="ignore"):  # (NumPy's scalars warn where the kernels' uint64 products wrap)
+        got = [M.piece_hash(pool, a, a + n) for a, n in zip(starts.tolist(), lengths.tolist())]
+    assert list(zip(h.tolist(), first.tolist())) == got
+    assert first[3] == int.from_bytes(pool[starts[3]:starts[3] + min(8, lengths[3])].tobytes(), "little", signed=True)
     keys = (rng.integers(0, 1 << 18, 500) << 32) | rng.integers(0, 1 << 18, 500)
-    assert M._mix64_all(keys).tolist() == [M.mix64(int(k)) for k in keys]
+    with np.errstate(over="ignore"):
+        assert M._mix64_all(keys).tolist() == [M.mix64(int(k)) for k in keys]
 
     for size, home in [(64, rng.integers(0, 64, 40)), (64, np.full(40, 3)), (64, np.full(40, 60)),
                        (16, np.array([15, 15, 14, 0, 15, 1, 15])), (1024, rng.integers(0, 1024, 511)),
@@ -384,6 +391,36 @@ def test_host_table_build_matches_the_kernels_hashing_and_probing() -> None:
         assert longest == max(runs, default=0)
 
 
+def _hashes_cpu(share, shares, n, buf, start, length, h, q, keys, mixed):  # noqa: ANN001, ANN202
+    for t in range(share, n, shares):
+        h[t], q[t] = piece_hash(buf, start[t], start[t] + length[t])
+        mixed[t] = mix64(keys[t])
+
+
+HASHES = K.cpu(_hashes_cpu)
+
+
+def test_compiled_hashes_equal_the_host_build() -> None:
+    """The kernels' piece hash and pair mix as numba compiles them equal the host's vectorized build, on random
+    bytes with the high bit set and pieces up to the buffer's last byte (the bytewise tail of word_at). Both hash
+    in uint64: numba compiles an int64 product as ``mul nsw`` (overflow undefined), and LLVM then dropped the 63-bit
+    mask after one (this test failed with int64 products)."""
+    from triton_textops.ops.bpe import merge as M  # noqa: PLC0415
+
+    rng = np.random.default_rng(3)
+    buf = rng.integers(0, 256, 4000).astype(np.uint8)
+    start = rng.integers(0, 3990, 3000)
+    length = np.minimum(rng.integers(1, 70, 3000), 4000 - start)
+    start[:4], length[:4] = [3999, 3992, 3990, 0], [1, 8, 10, 4000]
+    keys = (rng.integers(0, 1 << 31, 3000) << 32) | rng.integers(0, 1 << 31, 3000)
+    h, q, mixed = (np.zeros(3000, dtype=np.int64) for _ in range(3))
+    K.run_cpu(HASHES, 3000, buf, start, length, h, q, keys, mixed)
+    host_h, host_q = M._hash_all(buf, start, length)
+    assert (h == host_h).all() and (q == host_q).all() and (mixed == M._mix64_all(keys)).all()
+
+
+# (the hash run as Python: NumPy's uint64 scalars wrap as the kernels' do, with a warning)
+@pytest.mark.filterwarnings("ignore:overflow encountered in scalar:RuntimeWarning")
 def test_slot_table_finds_every_token_from_its_one_slot() -> None:
     """SLOTS as the host builds it and :func:`merge.lookup` reads it (run as Python): every token of 1-300 bytes
     (8 and 9 bytes: the slot's inline bytes and one past them; 255+: the length capped in the tag) is found by
@@ -401,22 +438,22 @@ def test_slot_table_finds_every_token_from_its_one_slot() -> None:
     slots[slot_of[3], 0] &= ~M.WHOLE
     voc = (pool, off, slots, None, None, None, np.array([size - 1, 0, longest, 0, len(lengths)]))
     for i, (a, b) in enumerate(zip(off[:-1].tolist(), off[1:].tolist())):
-        assert M.lookup(pool, a, b, M.fnv(pool, a, b), voc, False) == i
-        assert M.lookup(pool, a, b, M.fnv(pool, a, b), voc, True) == (-1 if i == 3 else i)
+        assert M.lookup(pool, a, b, *M.piece_hash(pool, a, b), voc, False) == i
+        assert M.lookup(pool, a, b, *M.piece_hash(pool, a, b), voc, True) == (-1 if i == 3 else i)
     for i in range(2, 8):  # 8+ bytes: change the last one, drop it, add one
         a, b = int(off[i]), int(off[i + 1])
         bad = pool[a:b].copy()
         bad[-1] ^= 1
         longer = np.concatenate([pool[a:b], [7]]).astype(np.uint8)
         for buf, n in ((bad, b - a), (pool[a:b - 1].copy(), b - a - 1), (longer, b - a + 1)):
-            assert M.lookup(buf, 0, n, M.fnv(buf, 0, n), voc, False) != i
+            assert M.lookup(buf, 0, n, *M.piece_hash(buf, 0, n), voc, False) != i
     # a hit is verified on the bytes, not on the hash: forge the slot's inline bytes, or a stored byte past the 8th
     a, b = int(off[2]), int(off[3])
     query = pool[a:b].copy()
     slots[slot_of[2], 1] ^= 1 << 56
-    assert M.lookup(query, 0, b - a, M.fnv(query, 0, b - a), voc, False) == -1
+    assert M.lookup(query, 0, b - a, *M.piece_hash(query, 0, b - a), voc, False) == -1
     a, b = int(off[4]), int(off[5])
     query = pool[a:b].copy()
-    assert M.lookup(query, 0, b - a, M.fnv(query, 0, b - a), voc, False) == 4
+    assert M.lookup(query, 0, b - a, *M.piece_hash(query, 0, b - a), voc, False) == 4
     pool[b - 1] ^= 1
-    assert M.lookup(query, 0, b - a, M.fnv(query, 0, b - a), voc, False) == -1
+    assert M.lookup(query, 0, b - a, *M.piece_hash(query, 0, b - a), voc, False) == -1

@@ -45,37 +45,67 @@ WHOLE = 1 << 31  # the SLOTS flag: the format emits this token whole (HF without
 SLOT_MASK, PAIR_MASK, MAX_PROBE, PAIR_PROBE, N_IDS = range(5)  # entries of the constants array
 
 
+# Hash arithmetic is uint64: numba compiles an int64 product as LLVM ``mul nsw`` (overflow is undefined, and LLVM
+# used that to drop a mask after one), a uint64 product as a plain ``mul`` that wraps, as NumPy's uint64 does
+U32, U31, U27 = np.uint64(32), np.uint64(31), np.uint64(27)
+M32, M63 = np.uint64(0xFFFFFFFF), np.uint64(0x7FFFFFFFFFFFFFFF)
+H_LEN, H_LO, H_HI, H_STEP = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D), np.uint64(0x85EBCA77),
+                             np.uint64(0x27D4EB2F165667C5))  # (piece_hash's odd multipliers)
+PAIR_MIX = np.uint64(0x7FB5D329728EA185)  # mix64's
+
+
 @K.device(inline=True)
-def fnv(buf, lo, hi):
-    """32-bit FNV-1a of ``buf[lo:hi]``."""
-    h = 0x811C9DC5
-    for i in range(lo, hi):
-        h = ((h ^ int(buf[i])) * 0x01000193) & 0xFFFFFFFF
-    return h
+def word_at(buf, i, hi):
+    """The bytes ``buf[i:min(i + 8, hi)]`` little-endian in an int64, zero above (``i <= hi``). Eight loads of fixed
+    count where the buffer has eight bytes from ``i``, the piece's end masked: no loop on the piece's length."""
+    if i + 8 <= buf.shape[0]:
+        w = np.int64(buf[i]) | (np.int64(buf[i + 1]) << 8) | (np.int64(buf[i + 2]) << 16) \
+            | (np.int64(buf[i + 3]) << 24) | (np.int64(buf[i + 4]) << 32) | (np.int64(buf[i + 5]) << 40) \
+            | (np.int64(buf[i + 6]) << 48) | (np.int64(buf[i + 7]) << 56)  # (np.int64: numba's int() of a uint8
+        r = hi - i                                                            # stays uint8)
+        if r < 8:
+            w &= (np.int64(1) << (8 * r)) - 1
+        return w
+    w = np.int64(0)
+    for k in range(min(hi - i, 8)):
+        w |= np.int64(buf[i + k]) << (8 * k)
+    return w
+
+
+@K.device(inline=True)
+def piece_hash(buf, lo, hi):
+    """(32-bit hash, first word) of the piece ``buf[lo:hi]``: its length and its 8-byte words (:func:`word_at`)
+    mixed by multiplication, a word at a time (as the host's :func:`_hash_all`). The first word is what a slot
+    keeps of a token (:func:`lookup`). FNV-1a took a multiply per byte in one dependent chain, and the slot's
+    bytes a second loop on the length."""
+    q = word_at(buf, lo, hi)
+    acc = np.uint64(hi - lo) * H_LEN
+    w = q
+    i = lo
+    while True:
+        x = np.uint64(w)
+        acc = (acc ^ ((x & M32) * H_LO + (x >> U32) * H_HI)) * H_STEP
+        i += 8
+        if i >= hi:
+            break
+        w = word_at(buf, i, hi)
+    return np.int64(acc >> U32), q
 
 
 @K.device(inline=True)
 def mix64(key):
     """A 64-bit mix of a pair key (left * 2**32 + right) -> its home slot bits (as the host build)."""
-    h = key ^ (key >> 31)
-    h = (h * 0x7FB5D329728EA185) & 0x7FFFFFFFFFFFFFFF
-    return h ^ (h >> 27)
+    h = np.uint64(key)
+    h ^= h >> U31
+    h = (h * PAIR_MIX) & M63
+    return np.int64(h ^ (h >> U27))
 
 
 @K.device(inline=True)
 def slot_tag(h, n):
-    """The upper 32 bits of a SLOTS entry for a token of ``n`` bytes whose :func:`fnv` is ``h``: 23 bits of the hash
+    """The upper 32 bits of a SLOTS entry for a token of ``n`` bytes whose :func:`piece_hash` is ``h``: 23 bits of the hash
     (a filled slot stays >= 0) and the length, 255 for any longer."""
     return (h & 0x7FFFFF) << 8 | (n if n < 255 else 255)
-
-
-@K.device(inline=True)
-def head8(buf, lo, hi):
-    """The first ``min(hi - lo, 8)`` bytes of ``buf[lo:hi]``, little-endian in an int64 (zero above)."""
-    q = 0
-    for k in range(min(hi - lo, 8)):
-        q |= np.int64(buf[lo + k]) << (8 * k)  # (np.int64: numba's int() of a uint8 stays uint8)
-    return q
 
 
 @K.device(inline=True)
@@ -93,15 +123,14 @@ def tail_same(buf, lo, hi, voc, tid):
 
 
 @K.device(inline=True)
-def lookup(buf, lo, hi, h, voc, whole):
-    """Id of the token whose bytes are ``buf[lo:hi]`` (``h``: their :func:`fnv`), or -1; ``whole``: -1 also when
-    the format does not emit that token whole (its WHOLE flag). Every hit is verified on the bytes."""
+def lookup(buf, lo, hi, h, q, voc, whole):
+    """Id of the token whose bytes are ``buf[lo:hi]`` (``h``, ``q``: their :func:`piece_hash`), or -1; ``whole``: -1
+    also when the format does not emit that token whole (its WHOLE flag). Every hit is verified on the bytes."""
     slots = voc[SLOTS]
     mask = voc[VCONST][SLOT_MASK]
     s = (h ^ (h >> 15)) & mask
     n = hi - lo
     tag = slot_tag(h, n)
-    q = head8(buf, lo, hi)
     for _ in range(voc[VCONST][MAX_PROBE] + 1):
         v = slots[s, 0]
         if v < 0:
@@ -370,8 +399,8 @@ def encode_piece(buf, lo, hi, voc, work, base, out, o, cache, row):
     if hi - lo == 1:
         out[o] = voc[BYTE_IDS][buf[lo]]
         return o + 1
-    h = fnv(buf, lo, hi)
-    tid = lookup(buf, lo, hi, h, voc, True)
+    h, q = piece_hash(buf, lo, hi)
+    tid = lookup(buf, lo, hi, h, q, voc, True)
     if tid >= 0:
         out[o] = tid
         return o + 1
@@ -411,48 +440,49 @@ def _place(home: np.ndarray, size: int) -> tuple[np.ndarray, int]:
     return slot & (size - 1), int(run.max(initial=0))
 
 
-def _fnv_all(pool: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """:func:`fnv` of each ``pool[start:start + length]``, vectorized by byte position (int64)."""
-    order = np.argsort(-length, kind="stable")
-    st, ln = start[order], length[order]
-    h = np.full(order.shape[0], 0x811C9DC5, dtype=np.uint64)
-    for k in range(int(ln[0]) if ln.shape[0] else 0):
-        active = int(np.searchsorted(-ln, -k, side="left"))  # tokens longer than k: a prefix of the order
-        hk = h[:active]
-        hk ^= pool[st[:active] + k].astype(np.uint64)
-        hk *= np.uint64(0x01000193)
-        hk &= np.uint64(0xFFFFFFFF)
-    out = np.empty_like(h)
-    out[order] = h
-    return out.astype(np.int64)
+def _hash_all(pool: np.ndarray, start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`piece_hash` of each ``pool[start:start + length]`` (length >= 1), vectorized by word: (hash, first
+    word), int64."""
+    padded = np.concatenate([pool, np.zeros(8, dtype=np.uint8)])
+    words = np.maximum((length + 7) // 8, 1)
+    ln = length.astype(np.uint64)
+    acc = ln * H_LEN
+    first = np.zeros(length.shape[0], dtype=np.uint64)
+    lanes = np.arange(8, dtype=np.int64)
+    for c in range(int(words.max(initial=0))):
+        at = np.flatnonzero(words > c)
+        w = np.ascontiguousarray(padded[(start[at] + 8 * c)[:, None] + lanes]).view("<u8").reshape(-1)
+        r = ln[at] - np.uint64(8 * c)  # >= 1
+        short = r < 8
+        w[short] &= (np.uint64(1) << (np.uint64(8) * r[short])) - np.uint64(1)
+        if c == 0:
+            first[at] = w
+        acc[at] = (acc[at] ^ ((w & M32) * H_LO + (w >> U32) * H_HI)) * H_STEP
+    return (acc >> U32).astype(np.int64), first.view(np.int64)
 
 
 def _mix64_all(key: np.ndarray) -> np.ndarray:
     """:func:`mix64` of each int64 ``key`` >= 0."""
     h = key.astype(np.uint64)
-    h ^= h >> np.uint64(31)
-    h *= np.uint64(0x7FB5D329728EA185)  # (wraps mod 2**64 as the kernels' int64 product; 63 bits kept)
-    h &= np.uint64(0x7FFFFFFFFFFFFFFF)
-    h ^= h >> np.uint64(27)
+    h ^= h >> U31
+    h *= PAIR_MIX  # (wraps mod 2**64, as the kernels' uint64 product; 63 bits kept)
+    h &= M63
+    h ^= h >> U27
     return h.astype(np.int64)
 
 
 def _fill_slots(pool: np.ndarray, off: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """The SLOTS table of every token of bytes (the kernels' :func:`fnv`, :func:`slot_tag` and :func:`head8`), each
-    flagged WHOLE; returns (slots, each id's slot or -1, the longest probe run)."""
+    """The SLOTS table of every token of bytes (the kernels' :func:`piece_hash` and :func:`slot_tag`), each flagged
+    WHOLE; returns (slots, each id's slot or -1, the longest probe run)."""
     lengths = np.diff(off)
     tid = np.flatnonzero(lengths > 0)
     n = lengths[tid]
-    h = _fnv_all(pool, off[tid], n)
+    h, head = _hash_all(pool, off[tid], n)
     slot, longest = _place((h ^ (h >> 15)) & (size - 1), size)
     slots = np.full((size, 2), -1, dtype=np.int64)
     tag = ((h & 0x7FFFFF) << 8) | np.minimum(n, 255)
     slots[slot, 0] = (tag << 32) | WHOLE | tid
-    head = np.zeros(tid.shape[0], dtype=np.uint64)
-    for k in range(8):
-        has = np.flatnonzero(n > k)
-        head[has] |= pool[off[tid[has]] + k].astype(np.uint64) << np.uint64(8 * k)
-    slots[slot, 1] = head.view(np.int64)
+    slots[slot, 1] = head
     slot_of = np.full(lengths.shape[0], -1, dtype=np.int64)
     slot_of[tid] = slot
     return slots, slot_of, longest
@@ -569,10 +599,12 @@ def _rank_pairs_kernel(voc, off, left, right, rank, count):
         a = off[tid]
         b = off[tid + 1]
         for k in range(a + 1, b):
-            x = lookup(pool, a, k, fnv(pool, a, k), voc, False)
+            h, q = piece_hash(pool, a, k)
+            x = lookup(pool, a, k, h, q, voc, False)
             if x < 0:
                 continue
-            y = lookup(pool, k, b, fnv(pool, k, b), voc, False)
+            h, q = piece_hash(pool, k, b)
+            y = lookup(pool, k, b, h, q, voc, False)
             if y >= 0:
                 left[m] = x
                 right[m] = y
