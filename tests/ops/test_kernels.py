@@ -128,6 +128,11 @@ def test_variants_bind_by_name_and_share_the_rest():
     assert glb_cl["write_row"] is glb_gpt2["write_row"] is K._compiled("write_row", "cpu")  # shared
     assert gap.py_func.__globals__["encode_piece"] is K._compiled("encode_piece", "cpu")
     assert "nfc_write" not in glb_cl["bpe_text"].py_func.__globals__["normalize"].py_func.__code__.co_names
+    ranked = encode_kernels(CL100K, False, True)  # a rank file's: tiktoken's pair rule bound into the merge step
+    assert ranked[1].bind == (("pretoken_end", "pretoken_cl100k"), ("pair_at", "pair_at_span"))
+    piece = ranked[0].py_func.__globals__["bpe_text"].py_func.__globals__["encode_span"].py_func.__globals__[
+        "encode_gap"].py_func.__globals__["encode_piece"].py_func.__globals__["bpe_piece"]
+    assert piece.py_func.__qualname__ == "bpe_piece__pair_at_span" and piece is not K._compiled("bpe_piece", "cpu")
 
 
 def test_ir_inlined_device_functions_have_one_cpu_call_site():
@@ -242,8 +247,11 @@ from triton_textops.ops.bpe.tokenizer import BPETokenizer
 tok = BPETokenizer.from_tiktoken(sys.argv[1], encoding="cl100k_base")
 tok.encode(["h\u00e9llo w\u00f6rld 123", "x y"])
 tok.encode_rows(["a b"], max_length=4)
-print(json.dumps({name: [str(c.signature.return_type) for c in K._compiled(name, "cpu").overloads.values()]
-                  for name, fn in K._DEVICE.items() if fn.__module__.startswith("triton_textops.ops.bpe")}))
+bind = tok._encode[1].bind  # (the rank file's variant: its merge step compiled with pair_at_span)
+print(json.dumps({name: [str(c.signature.return_type) for c in K._compiled(name, "cpu", *(
+                         [K._bind_for(fn, bind)] if K._bind_for(fn, bind) else [])).overloads.values()]
+                  for name, fn in K._DEVICE.items() if fn.__module__.startswith("triton_textops.ops.bpe")
+                  and name not in K._IR_INLINE}))
 """
 
 
@@ -261,6 +269,6 @@ def test_bpe_device_functions_return_no_floats(tmp_path):
                          text=True, timeout=600, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     returns = {name: r for name, r in json.loads(out.stdout.strip().splitlines()[-1]).items() if r}
-    assert {"lookup", "encode_piece", "bpe_piece", "cache_get", "scan_cl100k"} <= set(returns)
+    assert {"lookup", "encode_piece", "bpe_piece", "pair_at_span", "cache_get", "scan_cl100k"} <= set(returns)
     floats = {name: r for name, r in returns.items() if any("float" in t for t in r)}
     assert not floats

@@ -97,12 +97,13 @@ def discover() -> dict[str, K._LazyGpu]:
             for item in value if isinstance(value, tuple) else (value,):
                 if isinstance(item, K._LazyGpu) and item.fn.__module__ == mod.__name__:
                     found.setdefault(id(item), (f"{info.name.removeprefix(ops.__name__ + '.')}.{attr}", item))
-    # the BPE encode kernel is made per format (its scanner, NFC or not: kernels.variant): one of each
+    # the BPE encode kernel is made per format (its scanner, NFC or not, a rank file's pair rule: kernels.variant):
+    # those _exercise() runs (GPT-2's files: HF merges; the others rank files)
     from triton_textops.ops.bpe.encode import encode_kernels  # noqa: PLC0415
     from triton_textops.ops.bpe.formats import CL100K, GPT2, O200K, QWEN2  # noqa: PLC0415
 
-    for family, nfc in ((GPT2, False), (CL100K, False), (QWEN2, True), (O200K, False)):
-        encode_kernels(family, nfc)
+    for family, nfc, ranked in ((GPT2, False, False), (CL100K, False, True), (QWEN2, True, True), (O200K, False, True)):
+        encode_kernels(family, nfc, ranked)
     for name, pair in K.VARIANTS.items():
         found.setdefault(id(pair[1]), (name.removeprefix(ops.__name__ + "."), pair[1]))
     return dict(found.values())

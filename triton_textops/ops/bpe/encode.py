@@ -329,10 +329,11 @@ def _rows_gpu(n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_
 
 
 
-def encode_kernels(family: int, nfc: bool) -> tuple:
+def encode_kernels(family: int, nfc: bool, ranked: bool = False) -> tuple:
     """The encode kernel pair of a format: one kernel for ragged ids and fixed rows (a second copy of the whole
-    encoder would double the compile time), compiled with the family's scanner and, when the format has it, NFC,
-    and nothing else (each unused scanner or normalizer compiled in cost ~1-3 s of a cold load)."""
+    encoder would double the compile time), compiled with the family's scanner, NFC when the format has it, and
+    for a rank file (``ranked``) tiktoken's pair rule (:func:`~triton_textops.ops.bpe.merge.pair_at_span`), and
+    nothing else (each unused scanner or normalizer compiled in cost ~1-3 s of a cold load)."""
     bind = ((("pretoken_end", SCANNERS[family]),) if family in SCANNERS else ()) \
-        + ((("normalize", "normalize_nfc"),) if nfc else ())
+        + ((("normalize", "normalize_nfc"),) if nfc else ()) + ((("pair_at", "pair_at_span"),) if ranked else ())
     return K.variant(_rows_cpu, _rows_gpu, bind, chunked=True)

@@ -2,16 +2,16 @@
 
 A pre-token is looked up whole first (:func:`lookup`): English words are single tokens, so most pre-tokens
 cost one hash probe. Only what is not emitted whole is merged (:func:`bpe_piece`): repeatedly the adjacent
-pair of lowest rank, leftmost on ties, through a (left id, right id) -> (rank, result) table that holds both
-rules (HF's ranked merges; tiktoken's "rank of the concatenated bytes", every split of every token). Pieces of
+pair of lowest rank, leftmost on ties (:func:`pair_at`): HF's ranked merges through a (left id, right id) ->
+(rank, result) table; tiktoken's rule (a pair merges into the token of its bytes, ranked by its id) by looking the
+pair's bytes up in the token table itself (:func:`pair_at_span`, bound into a rank file's kernel). Pieces of
 up to :data:`SHORT` symbols rescan a linked list (as tiktoken does); longer ones keep an indexed min-heap
 keyed by (rank, position), so a 1 MB run of one letter is n log n, not quadratic. On the CPU, each kernel share
 keeps the pieces it merged (:func:`cache_get` / :func:`cache_put`: bytes -> ids, verified on the bytes, emptied when
 full), so a word that repeats is merged once per thread; the GPU kernels run without it (one thread per text).
 
 The tables (:class:`Vocab`) are built on the host with NumPy, in the kernels' hash arithmetic. Only what needs the
-lookup or the merge step runs as a kernel at load: :func:`_rank_pairs_kernel` (rank files) and :func:`_reach_kernel`
-(HF files without ``ignore_merges``).
+merge step runs as a kernel at load: :func:`_reach_kernel` (HF files without ``ignore_merges``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ C_USED, C_BYTES, C_IDS, C_SLOTS, C_ENTS = range(5)
 CACHE_HEAD = 5
 NO_PAIR = 0x7FFFFFFF  # rank of a symbol with no mergeable right neighbour
 # the vocabulary tuple a kernel takes (one argument): indices of its arrays
-# PAIRS: (slots, 2) int64, each slot (left id << 32 | right id, rank << 32 | result id): one cache line a probe
+# PAIRS (HF merges; a rank file has an empty one): (slots, 2) int64, each slot (left id << 32 | right id, rank << 32 | result id): one cache line a probe
 # BYTE_PAIRS: (65536,) int64, (rank << 32 | result) of merging byte b0 then b1 at index b0 << 8 | b1, or -1: the
 # first round of every piece (a pair of single bytes) without hashing
 # SLOTS: (slots, 2) int64 open addressing over the tokens' bytes, each [23 bits of the hash << 40 | min(length, 255)
@@ -162,6 +162,26 @@ def pair_of(a, b, voc):
 
 
 @K.device(inline=True)
+def pair_at(buf, lo, sym, nxt, base, n, a, b, voc):
+    """(rank, result id) of merging the piece's symbol at ``a`` with the next one, at ``b``: by their ids
+    (:func:`pair_of`; HF's ranked merges). A rank file's encode kernel binds this name to :func:`pair_at_span`."""
+    return pair_of(sym[base + a], sym[base + b], voc)
+
+
+@K.device
+def pair_at_span(buf, lo, sym, nxt, base, n, a, b, voc):
+    """:func:`pair_at` by tiktoken's rule: the two symbols' bytes together, ``buf[lo + a:lo + end of b]``, looked up
+    as one token, whose id is the rank and the result. The whole-token table answers it: rank files need no pair
+    table (cl100k: 8 MB less, and merges read the table lookups keep warm). Not inlined: its five call sites in
+    :func:`bpe_piece` would each compile their own copy of the hash and the lookup (+2 s of a cold load)."""
+    e = nxt[base + b]
+    hi = lo + (e if e < n else n)
+    h, q = piece_hash(buf, lo + a, hi)
+    t = lookup(buf, lo + a, hi, h, q, voc, False)
+    return (t, t) if t >= 0 else (NO_PAIR, -1)
+
+
+@K.device(inline=True)
 def heap_less(rk, x, y):
     return rk[x] < rk[y] or (rk[x] == rk[y] and x < y)
 
@@ -255,11 +275,11 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
             nxt[base + bi] = nxt[base + j]
             j = nxt[base + bi]
             if j < n:
-                rk[base + bi], hp[base + bi] = pair_of(t, sym[base + j], voc)
+                rk[base + bi], hp[base + bi] = pair_at(buf, lo, sym, nxt, base, n, bi, j, voc)
             else:
                 rk[base + bi] = NO_PAIR
             if bp >= 0:
-                rk[base + bp], hp[base + bp] = pair_of(sym[base + bp], t, voc)
+                rk[base + bp], hp[base + bp] = pair_at(buf, lo, sym, nxt, base, n, bp, bi, voc)
     else:
         # an indexed min-heap of the symbols that have a mergeable right neighbour (``where``: a symbol's slot
         # in it), and back links (``prv``) to re-rank the left neighbour of each merge
@@ -277,7 +297,7 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
         while size > 0:
             bi = hp[base]
             j = nxt[base + bi]
-            r, t = pair_of(sym[base + bi], sym[base + j], voc)
+            r, t = pair_at(buf, lo, sym, nxt, base, n, bi, j, voc)
             sym[base + bi] = t
             if rk[base + j] != NO_PAIR:
                 size = heap_remove(hp, where, rk, base, size, j)
@@ -285,7 +305,7 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
             nxt[base + bi] = nj
             if nj < n:
                 prv[base + nj] = bi
-            rk[base + bi] = pair_of(t, sym[base + nj], voc)[0] if nj < n else NO_PAIR
+            rk[base + bi] = pair_at(buf, lo, sym, nxt, base, n, bi, nj, voc)[0] if nj < n else NO_PAIR
             if rk[base + bi] == NO_PAIR:
                 size = heap_remove(hp, where, rk, base, size, bi)
             else:
@@ -293,7 +313,7 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
             p = prv[base + bi]
             if p >= 0:
                 had = rk[base + p] != NO_PAIR
-                rk[base + p] = pair_of(sym[base + p], t, voc)[0]
+                rk[base + p] = pair_at(buf, lo, sym, nxt, base, n, p, bi, voc)[0]
                 if rk[base + p] == NO_PAIR:
                     if had:
                         size = heap_remove(hp, where, rk, base, size, p)
@@ -526,30 +546,28 @@ class Vocab:
         pool = np.frombuffer(b"".join(toks), dtype=np.uint8)
         size = 1 << max(4, (2 * max(len(spec.vocab), 1) - 1).bit_length())
         slots, slot_of, max_probe = _fill_slots(pool, off, size)
-        if spec.merges is None:  # tiktoken's rule: every split of every token into two tokens, ranked by the token
-            pairs0 = np.full((1, 2), -1, dtype=np.int64)  # the lookup tables only, typed as the kernels' tuple
-            left, right, rank = _rank_pairs((pool, off, slots, pairs0, np.full(1, -1, dtype=np.int64),
-                                             np.zeros(256, dtype=np.int32),
-                                             np.array([size - 1, 0, max_probe, 0, n_ids], dtype=np.int64)), off)
-            result = rank
+        byte_ids = np.array([spec.vocab[bytes([b])] for b in range(256)], dtype=np.int32)
+        byte_pairs = np.full(1 << 16, -1, dtype=np.int64)
+        if spec.merges is None:  # tiktoken's rule: a pair merges into the token of its bytes, ranked by that token's id:
+            # the kernels look the pair's bytes up (pair_at_span), no pair table; the first round from the 2-byte tokens
+            left = right = rank = result = np.zeros(0, dtype=np.int64)
+            two = np.flatnonzero(lengths == 2)
+            byte_pairs[(pool[off[two]].astype(np.int64) << 8) | pool[off[two] + 1]] = (two << 32) | two
         else:
             left, right, rank, result = spec.pair_table()
-        if len(rank) and (rank.max() >= NO_PAIR or result.max() >= 1 << 31):
-            raise ValueError(f"{spec.source}: merge ranks / ids do not fit int32")
-        psize = 1 << max(4, (2 * max(len(left), 1) - 1).bit_length())
-        pairs, pair_probe = _fill_pairs(left, right, rank, result, psize, spec.merges is None)
-        byte_ids = np.array([spec.vocab[bytes([b])] for b in range(256)], dtype=np.int32)
-        consts = np.array([size - 1, psize - 1, max_probe, pair_probe, n_ids], dtype=np.int64)
-        byte_pairs = np.full(1 << 16, -1, dtype=np.int64)
-        byte_of = np.full(n_ids, -1, dtype=np.int64)
-        byte_of[byte_ids] = np.arange(256)
-        if len(left):
+            if len(rank) and (rank.max() >= NO_PAIR or result.max() >= 1 << 31):
+                raise ValueError(f"{spec.source}: merge ranks / ids do not fit int32")
+            byte_of = np.full(n_ids, -1, dtype=np.int64)
+            byte_of[byte_ids] = np.arange(256)
             lb, rb = byte_of[left], byte_of[right]
             single = (lb >= 0) & (rb >= 0)
             at = (lb[single] << 8) | rb[single]
             packed = (rank[single] << 32) | result[single]
             order = np.argsort(-rank[single], kind="stable")  # the lowest rank written last wins (as _fill_pairs)
             byte_pairs[at[order]] = packed[order]
+        psize = 1 << max(4, (2 * max(len(left), 1) - 1).bit_length())
+        pairs, pair_probe = _fill_pairs(left, right, rank, result, psize, spec.merges is None)
+        consts = np.array([size - 1, psize - 1, max_probe, pair_probe, n_ids], dtype=np.int64)
         self.host = (pool, off, slots, pairs, byte_pairs, byte_ids, consts)
         if not spec.ignore_merges:  # whole only where merging the token's bytes gives the token itself
             part = slot_of[(lengths > 0) & (_self_reachable(self.host, off) == 0)]
@@ -588,39 +606,3 @@ def _reach_kernel(voc, off, work, out, flags):
 
 
 _REACH = K.cpu(_reach_kernel)
-
-
-def _rank_pairs_kernel(voc, off, left, right, rank, count):
-    """Every (prefix, suffix) split of every token whose two halves are tokens, ranked by the token (tiktoken's
-    rule), into ``left/right/rank[:count[0]]`` (a CPU kernel: see :func:`K.cpu`)."""
-    pool = voc[POOL]
-    m = 0
-    for tid in range(off.shape[0] - 1):
-        a = off[tid]
-        b = off[tid + 1]
-        for k in range(a + 1, b):
-            h, q = piece_hash(pool, a, k)
-            x = lookup(pool, a, k, h, q, voc, False)
-            if x < 0:
-                continue
-            h, q = piece_hash(pool, k, b)
-            y = lookup(pool, k, b, h, q, voc, False)
-            if y >= 0:
-                left[m] = x
-                right[m] = y
-                rank[m] = tid
-                m += 1
-    count[0] = m
-
-
-_RANK_PAIRS = K.cpu(_rank_pairs_kernel)
-
-
-def _rank_pairs(voc: tuple, off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    lengths = np.diff(off)
-    cap = int(np.maximum(lengths - 1, 0).sum())
-    left, right, rank = (np.empty(cap, dtype=np.int64) for _ in range(3))
-    count = np.zeros(1, dtype=np.int64)
-    _RANK_PAIRS(voc, off, left, right, rank, count)
-    m = int(count[0])
-    return left[:m], right[:m], rank[:m]

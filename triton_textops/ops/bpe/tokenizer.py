@@ -157,7 +157,7 @@ class BPETokenizer:
         # of each piece after a space (pieces are disjoint: <= the normalized bytes + one space per input byte)
         self.mult = NFC_EXPAND if spec.nfc else 1
         self.mult += (NFC_EXPAND if spec.nfc else 1) + 1 if spec.add_prefix_space else 0
-        self._encode = encode_kernels(spec.family, spec.nfc)
+        self._encode = encode_kernels(spec.family, spec.nfc, spec.merges is None)
         self._cfg_host = np.array([int(spec.add_prefix_space), self.mult,
                                    1 + len(spec.prefix) + len(spec.suffix), len(spec.prefix), len(spec.suffix)]
                                   + spec.prefix + spec.suffix, dtype=np.int64)
