@@ -32,14 +32,14 @@ C_USED, C_BYTES, C_IDS, C_SLOTS, C_ENTS = range(5)
 CACHE_HEAD = 5
 NO_PAIR = 0x7FFFFFFF  # rank of a symbol with no mergeable right neighbour
 # the vocabulary tuple a kernel takes (one argument): indices of its arrays
-# PAIRS (HF merges; a rank file has an empty one): (slots, 2) int64, each slot (left id << 32 | right id, rank << 32 | result id): one cache line a probe
+# PAIRS (HF merges; a rank file has an empty one): (slots, 2) int64, each slot (left id << 32 | right id,
+# rank << 32 | result id): one cache line a probe
 # BYTE_PAIRS: (65536,) int64, (rank << 32 | result) of merging byte b0 then b1 at index b0 << 8 | b1, or -1: the
 # first round of every piece (a pair of single bytes) without hashing
 # SLOTS: (slots, 2) int64 open addressing over the tokens' bytes, each [23 bits of the hash << 40 | min(length, 255)
 # << 32 | WHOLE << 31 | id (-1: empty), the token's first min(length, 8) bytes little-endian (zero above)]: a lookup
 # reads one 16-byte slot, and the token's bytes in POOL only past its 8th (a token's bytes: POOL[TOK_OFF[id]:
-# TOK_OFF[id + 1]]). A separate entry array cost a second dependent cache miss per lookup: measured here, ~40% of a
-# fresh tokenizer's one-text time (cl100k).
+# TOK_OFF[id + 1]]). (A separate entry array, read after the slot, held the id and the bytes before.)
 POOL, TOK_OFF, SLOTS, PAIRS, BYTE_PAIRS, BYTE_IDS, VCONST = range(7)
 WHOLE = 1 << 31  # the SLOTS flag: the format emits this token whole (HF without ignore_merges: only if merges reach it)
 SLOT_MASK, PAIR_MASK, MAX_PROBE, PAIR_PROBE, N_IDS = range(5)  # entries of the constants array

@@ -55,6 +55,7 @@ Specials = Literal["all"] | Collection[str] | None
 _NO_ROWS = np.empty((2, 0, 0), dtype=np.int64)  # the encode kernel's rows argument for ragged output
 _ONE_DATA = 5  # the text buffer's index in a one-text call's arguments: (slot, slots, chunk, chunks, n, data, ...)
 _ONE_OFFSETS = np.zeros(2, dtype=np.int64)  # a one-text result's offsets, copied (~3x faster than np.array)
+_NO_TEXT = np.frombuffer(b"", dtype=np.uint8)  # the data slot of a one-text plan between calls
 SCRATCH_KEEP = 1 << 22  # scratch entries (~29 bytes each) a CPU thread keeps between calls
 _POOL = threading.local()  # those arrays (nbuf, ids, work), shared by every tokenizer the thread runs: the kernels
 # write a text's ids there and copy them out before the call returns, so no result refers to them
@@ -385,6 +386,7 @@ class BPETokenizer:
         off[1] = hi
         plan.args[_ONE_DATA] = data
         K.launch_entry(plan.entry, plan.args)
+        plan.args[_ONE_DATA] = _NO_TEXT  # (the plan outlives the call: it keeps no caller's buffer alive)
         n = int(plan.counts[0])
         if n < 0:
             _raise_bad(plan.counts)
