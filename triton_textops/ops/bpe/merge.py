@@ -508,19 +508,17 @@ def _fill_slots(pool: np.ndarray, off: np.ndarray, size: int) -> tuple[np.ndarra
     return slots, slot_of, longest
 
 
-def _fill_pairs(left: np.ndarray, right: np.ndarray, rank: np.ndarray, result: np.ndarray, size: int,
-                unique: bool) -> tuple[np.ndarray, int]:
+def _fill_pairs(left: np.ndarray, right: np.ndarray, rank: np.ndarray, result: np.ndarray, size: int
+                ) -> tuple[np.ndarray, int]:
     """The PAIRS table of every merge: (slots, 2) of (left << 32 | right, rank << 32 | result); returns (pairs, the
-    longest probe run). A repeated pair keeps its lowest rank, then its first listed (HF's first-listed merge);
-    ``unique``: the caller's pairs are known distinct (tiktoken's rule: a split's two halves make one token)."""
+    longest probe run). A repeated pair keeps its lowest rank, then its first listed (HF's first-listed merge)."""
     key = (left << 32) | right
-    if not unique:
-        order = np.lexsort((np.arange(key.shape[0]), rank, key))
-        ks = key[order]
-        first = np.ones(order.shape[0], dtype=bool)
-        first[1:] = ks[1:] != ks[:-1]
-        keep = order[first]
-        key, rank, result = key[keep], rank[keep], result[keep]
+    order = np.lexsort((np.arange(key.shape[0]), rank, key))
+    ks = key[order]
+    first = np.ones(order.shape[0], dtype=bool)
+    first[1:] = ks[1:] != ks[:-1]
+    keep = order[first]
+    key, rank, result = key[keep], rank[keep], result[keep]
     slot, longest = _place(_mix64_all(key) & (size - 1), size)
     pairs = np.full((size, 2), -1, dtype=np.int64)
     pairs[slot, 0] = key
@@ -566,7 +564,7 @@ class Vocab:
             order = np.argsort(-rank[single], kind="stable")  # the lowest rank written last wins (as _fill_pairs)
             byte_pairs[at[order]] = packed[order]
         psize = 1 << max(4, (2 * max(len(left), 1) - 1).bit_length())
-        pairs, pair_probe = _fill_pairs(left, right, rank, result, psize, spec.merges is None)
+        pairs, pair_probe = _fill_pairs(left, right, rank, result, psize)  # (a rank file's: empty)
         consts = np.array([size - 1, psize - 1, max_probe, pair_probe, n_ids], dtype=np.int64)
         self.host = (pool, off, slots, pairs, byte_pairs, byte_ids, consts)
         if not spec.ignore_merges:  # whole only where merging the token's bytes gives the token itself
