@@ -315,8 +315,9 @@ class BPETokenizer:
         it runs) and reused: a kernel only needs them large enough. Small batches spent more time allocating than
         tokenizing, and a large batch's first touch of fresh pages took as long as its tokenizing; kept per
         tokenizer, each new tokenizer's first large batch paid those page faults again (the Austen corpus on a new
-        cl100k / o200k / gpt2 tokenizer, 8 alternating rounds here: median 117 / 91 / 151 MB/s, with a thread's
-        arrays 126 / 111 / 163)."""
+        cl100k / o200k / gpt2 tokenizer, 8 alternating rounds here with the thread's arrays emptied or kept: median
+        51 / 97 / 47 MB/s against 102 / 112 / 84; a noisy machine, best of 8 108 / 121 / 100 against 120 / 118 /
+        105)."""
         xp = self.xp
         pool = _POOL if self.target == "cpu" else None
         nsize = size if self.mult > 1 or self.spec.nfc else 1  # (no normalized copy: a placeholder)
