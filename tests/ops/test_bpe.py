@@ -86,6 +86,40 @@ def test_ranked_specials(ranked: tuple[str, BPETokenizer]) -> None:
         enc.encode("x <|endoftext|>")  # tiktoken's own check, which disallowed_special="all" mirrors
 
 
+def _write_rank_file(path: O.Path, ranks: dict[bytes, int]) -> O.Path:
+    """A tiktoken ``.tiktoken`` file (base64 token, space, rank per line) of ``ranks``."""
+    import base64  # noqa: PLC0415
+
+    path.write_text("".join(f"{base64.b64encode(t).decode()} {r}\n" for t, r in sorted(ranks.items(),
+                                                                                        key=lambda kv: kv[1])))
+    return path
+
+
+@pytest.mark.parametrize("name", ["gpt2", "r50k_base", "p50k_base"])
+def test_gpt2_family_rank_files(name: str, tmp_path: O.Path) -> None:
+    """``from_tiktoken`` with GPT-2's pattern and ``<|endoftext|>`` = 50256 (gpt2, r50k_base, p50k_base) from a
+    rank file. No p50k file is here: GPT-2's ranks plus p50k's shape, 24 ranks past the special (50257-50280, runs
+    of 2-25 spaces, as p50k adds whitespace runs for code) and none at 50256, checked against tiktoken built on
+    the same ranks as tiktoken_ext defines p50k_base (explicit_n_vocab 50281)."""
+    ranks = dict(O.ranks("gpt2"))
+    if name == "p50k_base":
+        ranks.update({b" " * k: 50255 + k for k in range(2, 26)})
+    enc = tiktoken.Encoding(name, pat_str=O.TIKTOKEN_PATTERNS["gpt2"], mergeable_ranks=ranks,
+                            special_tokens={"<|endoftext|>": 50256}, explicit_n_vocab=len(ranks) + 1)
+    tok = BPETokenizer.from_tiktoken(_write_rank_file(tmp_path / f"{name}.tiktoken", ranks), encoding=name)
+    texts = TEXTS + ["def f():\n" + "".join(" " * k + f"x{k}\n" for k in range(1, 30)), "a" + " " * 40 + "b"]
+    exp = enc.encode_ordinary_batch(texts)
+    if name == "p50k_base":  # (the space runs are reached: the texts exercise the ranks past the special)
+        assert max(max(e, default=0) for e in exp) > 50256
+    assert not _diff(tok.encode(texts).tolist(), exp, texts)
+    spec = [t for t in O.BPE_ADVERSARIAL if "<|" in t] + ["a<|endoftext|>b <|endoftext|><|endoftext|>"]
+    assert tok.encode(spec, allowed_special="all").tolist() == [enc.encode(t, allowed_special="all") for t in spec]
+    with pytest.raises(InputError, match="row 1: .*disallowed special"):
+        tok.encode(["x", "x <|endoftext|>"], disallowed_special="all")
+    r = tok.encode(texts[:50])
+    assert tok.decode(r.ids, r.offsets) == [t.encode() for t in texts[:50]]
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.text(max_size=40), max_size=6))
 def test_ranked_hypothesis(texts: list[str]) -> None:
