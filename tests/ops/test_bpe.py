@@ -265,6 +265,40 @@ def test_added_token_flags_and_prefix_space(tmp_path: O.Path) -> None:
         assert not _diff(ours.encode(texts).tolist(), [e.ids for e in hf.encode_batch(texts)], texts), prefix
 
 
+ADDED_ID_CASES = {  # added_tokens whose "id" fields disagree with the ids HF gives them, which HF does not read
+    "gap": [{"id": 100300, "content": "<|a|>"}, {"id": 100301, "content": "<|b|>"}],
+    "swapped": [{"id": 100257, "content": "<|a|>"}, {"id": 100256, "content": "<|b|>"}],
+    "in the model, another id": [{"id": 100256, "content": "hello", "special": False},
+                                 {"id": 100257, "content": "<|b|>"}],
+    "after one in the model": [{"id": 100256, "content": "<|a|>"}, {"id": 100400, "content": "hello"},
+                               {"id": 100999, "content": "<|b|>", "special": False}],
+    "repeated": [{"id": 100256, "content": "<|a|>"}, {"id": 100257, "content": "<|a|>"},
+                 {"id": 100258, "content": "<|b|>"}],
+    "repeated, other flags": [{"id": 100256, "content": "<|a|>", "special": False},
+                              {"id": 100257, "content": "<|a|>", "special": True, "lstrip": True},
+                              {"id": 100258, "content": "<|b|>", "rstrip": True, "special": False},
+                              {"id": 100259, "content": "<|b|>", "special": False}],
+    "empty content": [{"id": 100256, "content": ""}, {"id": 100257, "content": "<|a|>"}],
+}
+
+
+@pytest.mark.parametrize("case", ADDED_ID_CASES)
+def test_added_token_ids_as_hf_gives_them(case: str, tmp_path: O.Path) -> None:
+    """HF's Tokenizer.from_file ignores an added token's ``id``: in file order, a content the model (or an earlier
+    added token) has keeps that id, a new one takes the next id; repeats share it. Ids, specials skipped in decode
+    and decoded strings equal HF's for such files (a consistent file reads the same either way)."""
+    O.write_tokenizer_json(tmp_path, "cl100k_base", family_pattern=O.LLAMA3_PATTERN, added=ADDED_ID_CASES[case])
+    ours = BPETokenizer.from_pretrained(tmp_path)
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    texts = ["x<|a|>y<|b|> hello", " <|a|>  <|b|>  <|a|>x", "<|b|><|a|>", "hello world", ""]
+    assert not _diff(ours.encode(texts).tolist(), [e.ids for e in hf.encode_batch(texts)], texts)
+    ids = [hf.token_to_id(c) for c in ("<|a|>", "<|b|>", "hello")] + [100256, 100257, 15339, 40]
+    ids = [i for i in ids if i is not None and i < hf.get_vocab_size(with_added_tokens=True)]
+    for skip in (False, True):
+        assert ours.decode(ids, [0, len(ids)], skip_special_tokens=skip, errors="replace") == \
+            [hf.decode(ids, skip_special_tokens=skip)]
+
+
 def test_merge_cache_exact_when_full_and_across_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CPU kernels keep merged pieces per share, across calls: ids stay exact when the cache empties itself
     all the time (a tiny one), across calls, in both shares of a parallel batch, and for a piece whose bytes

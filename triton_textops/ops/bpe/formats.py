@@ -219,6 +219,41 @@ def _byte_vocab(vocab: dict[str, int], where: Any, field_name: str) -> dict[byte
     return out
 
 
+def _hf_added_ids(tokens: list[dict], str_vocab: dict[str, int], where: Any) -> list[tuple[dict, int]]:
+    """``added_tokens`` as HF's ``Tokenizer.from_file`` takes them: each with the id HF gives it, in the order HF
+    matches them (the special ones, once per content, then the others whose content is not a special's).
+
+    HF does not read an added token's ``id``: it adds the tokens in file order, a content the model has (or an
+    earlier added token has) keeping that id, a new one getting the next id after the model's vocabulary and the
+    ids added so far (a file whose ids disagree only gets a warning). An empty content, or a repeat of an earlier
+    entry in every field, is skipped."""
+    size = len(str_vocab)  # (the BPE model's get_vocab_size: its entries)
+    ids: dict[str, int] = {}
+    kept: list[dict] = []
+    seen: set[tuple] = set()
+    for n, t in enumerate(tokens):
+        content = t.get("content") if isinstance(t, dict) else None
+        if not isinstance(content, str):
+            raise ValueError(f"{where}: added_tokens[{n}].content = {json.dumps(content)[:80]} is not a string")
+        fields = (content, *(bool(t.get(k, False)) for k in ("special", "lstrip", "rstrip", "single_word")),
+                  bool(t.get("normalized", not t.get("special", False))))  # (HF's AddedToken equality: not the id)
+        if not content or fields in seen:
+            continue
+        seen.add(fields)
+        tid = ids.get(content, str_vocab.get(content))
+        if tid is None:
+            top = max(ids.values(), default=None)
+            tid = size if top is None or (top < size and size) else top + 1
+        ids[content] = int(tid)
+        kept.append(t)
+    specials = {}
+    for t in kept:
+        if t.get("special", False):
+            specials.setdefault(t["content"], t)
+    rest = [t for t in kept if not t.get("special", False) and t["content"] not in specials]
+    return [(t, ids[t["content"]]) for t in [*specials.values(), *rest]]
+
+
 def read_tokenizer_json(directory: str | os.PathLike) -> BPESpec:
     """HF ``tokenizer.json`` (+ ``tokenizer_config.json``): a byte-level BPE model, or a ValueError naming the
     field this package does not implement."""
@@ -255,11 +290,8 @@ def read_tokenizer_json(directory: str | os.PathLike) -> BPESpec:
     str_vocab = model.get("vocab") or {}
     spec = BPESpec(vocab, merges, family, bool(model.get("ignore_merges", False)), nfc=nfc,
                    add_prefix_space=prefix_space, source=where, match_added=True)
-    for t in doc.get("added_tokens") or []:
+    for t, tid in _hf_added_ids(doc.get("added_tokens") or [], str_vocab, where):
         content = t["content"]
-        tid = int(t["id"])
-        if content in str_vocab:  # HF gives an added token that the model has the model's id, whatever the file says
-            tid = int(str_vocab[content])
         spec.added.append(AddedToken(content.encode(), tid, bool(t.get("special", False)),
                                      bool(t.get("normalized", not t.get("special", False))),
                                      bool(t.get("lstrip", False)), bool(t.get("rstrip", False)),
