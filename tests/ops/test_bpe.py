@@ -207,6 +207,19 @@ def test_load_errors(tmp_path: O.Path) -> None:
         BPETokenizer.from_pretrained(d)
     with pytest.raises(ValueError, match="encoding must be one of"):
         BPETokenizer.from_tiktoken(O.DATA / "cl100k_base.tiktoken", encoding="cl200k")
+    for key, value in (("truncation", {"direction": "Right", "max_length": 8, "strategy": "LongestFirst", "stride": 0}),
+                       ("padding", {"strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": None,
+                                    "pad_id": 0, "pad_type_id": 0, "pad_token": "!"})):
+        e = tmp_path / key
+        O.write_tokenizer_json(e, "cl100k_base", family_pattern=O.LLAMA3_PATTERN)
+        doc = json.loads((e / "tokenizer.json").read_text())
+        doc[key] = value
+        (e / "tokenizer.json").write_text(json.dumps(doc))
+        hf = tokenizers.Tokenizer.from_file(str(e / "tokenizer.json"))  # (HF's encode does apply it)
+        assert hf.encode_batch(["a b c d e f g h i j k", "a"])[1].ids != hf.encode("a", add_special_tokens=False).ids \
+            if key == "padding" else len(hf.encode("a b c d e f g h i j k").ids) == 8
+        with pytest.raises(ValueError, match=f"tokenizer.json: {key} = .* is not supported"):
+            BPETokenizer.from_pretrained(e)
 
 
 def test_long_runs_not_quadratic() -> None:

@@ -268,6 +268,10 @@ def read_tokenizer_json(directory: str | os.PathLike) -> BPESpec:
 
     if model.get("type") != "BPE":
         refuse("model.type", model.get("type"), "is not supported (byte-level BPE only)")
+    for key, verb in (("truncation", "truncate"), ("padding", "pad")):  # HF's Tokenizer.encode applies them
+        if doc.get(key) is not None:
+            refuse(key, doc[key], f"is not supported: HF's encode would {verb} the ids; set it to null "
+                   "(encode_rows takes max_length, truncation_side and padding_side)")
     for key, ok in (("dropout", (None,)), ("continuing_subword_prefix", (None, "")), ("end_of_word_suffix", (None, "")),
                     ("byte_fallback", (None, False))):
         if model.get(key) not in ok:
