@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from triton_textops.errors import InputError
 from triton_textops.ops import kernels as K
+from triton_textops.ops import llm
 from triton_textops.ops.bpe.merge import mix64, piece_hash
 from triton_textops.ops.bpe.tokenizer import BPETokenizer
 
@@ -220,6 +221,12 @@ def test_load_errors(tmp_path: O.Path) -> None:
             if key == "padding" else len(hf.encode("a b c d e f g h i j k").ids) == 8
         with pytest.raises(ValueError, match=f"tokenizer.json: {key} = .* is not supported"):
             BPETokenizer.from_pretrained(e)
+        # the LLM models read a file as transformers does, which turns both off for a call that does not ask
+        # for them (seen with transformers 4.47: encode gives every id, tokenizers' Tokenizer.encode truncates)
+        hf.no_truncation()
+        hf.no_padding()
+        texts = ["a b c d e f g h i j k", "a"]
+        assert BPETokenizer(llm.load_spec(e)).encode(texts).tolist() == [x.ids for x in hf.encode_batch(texts)]
 
 
 def test_long_runs_not_quadratic() -> None:

@@ -90,7 +90,7 @@ def load_spec(tokenizer_dir: str | os.PathLike, encoding: str | None = None) -> 
             raise ValueError(f"{p} is a file: a .tiktoken rank file needs the encoding parameter")
         return F.read_tiktoken(p, encoding)
     if (p / "tokenizer.json").is_file():
-        return F.read_tokenizer_json(p)
+        return F.read_tokenizer_json(p, as_transformers=True)
     for enc, merges in (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe")):
         if (p / enc).is_file() and (p / merges).is_file():
             spec = F.read_gpt2_files(p / enc, p / merges)

@@ -254,9 +254,11 @@ def _hf_added_ids(tokens: list[dict], str_vocab: dict[str, int], where: Any) -> 
     return [(t, ids[t["content"]]) for t in [*specials.values(), *rest]]
 
 
-def read_tokenizer_json(directory: str | os.PathLike) -> BPESpec:
+def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool = False) -> BPESpec:
     """HF ``tokenizer.json`` (+ ``tokenizer_config.json``): a byte-level BPE model, or a ValueError naming the
-    field this package does not implement."""
+    field this package does not implement. A file's ``truncation`` / ``padding`` is such a field (HF's
+    ``Tokenizer.encode`` applies them), unless ``as_transformers``: transformers' tokenizer turns them off for a
+    call that does not ask for truncation or padding (the LLM models' reference)."""
     d = Path(directory)
     path = d / "tokenizer.json" if d.is_dir() else d
     doc = json.loads(_read_bytes(path, "tokenizer.json"))
@@ -269,7 +271,7 @@ def read_tokenizer_json(directory: str | os.PathLike) -> BPESpec:
     if model.get("type") != "BPE":
         refuse("model.type", model.get("type"), "is not supported (byte-level BPE only)")
     for key, verb in (("truncation", "truncate"), ("padding", "pad")):  # HF's Tokenizer.encode applies them
-        if doc.get(key) is not None:
+        if doc.get(key) is not None and not as_transformers:
             refuse(key, doc[key], f"is not supported: HF's encode would {verb} the ids; set it to null "
                    "(encode_rows takes max_length, truncation_side and padding_side)")
     for key, ok in (("dropout", (None,)), ("continuing_subword_prefix", (None, "")), ("end_of_word_suffix", (None, "")),
