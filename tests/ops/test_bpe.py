@@ -208,6 +208,14 @@ def test_load_errors(tmp_path: O.Path) -> None:
         BPETokenizer.from_pretrained(d)
     with pytest.raises(ValueError, match="encoding must be one of"):
         BPETokenizer.from_tiktoken(O.DATA / "cl100k_base.tiktoken", encoding="cl200k")
+    e = tmp_path / "prefix"
+    O.write_tokenizer_json(e, "cl100k_base", family_pattern=O.LLAMA3_PATTERN)
+    doc = json.loads((e / "tokenizer.json").read_text())
+    doc["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = True  # (HF: a space before each Split piece)
+    (e / "tokenizer.json").write_text(json.dumps(doc))
+    assert tokenizers.Tokenizer.from_file(str(e / "tokenizer.json")).encode("a|b").ids == [264, 765, 65]  # " a", " |", "b"
+    with pytest.raises(ValueError, match=r"pretokenizers\[1\].add_prefix_space = true after a Split"):
+        BPETokenizer.from_pretrained(e)
     for key, value in (("truncation", {"direction": "Right", "max_length": 8, "strategy": "LongestFirst", "stride": 0}),
                        ("padding", {"strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": None,
                                     "pad_id": 0, "pad_type_id": 0, "pad_token": "!"})):
@@ -300,6 +308,45 @@ ADDED_ID_CASES = {  # added_tokens whose "id" fields disagree with the ids HF gi
                               {"id": 100259, "content": "<|b|>", "special": False}],
     "empty content": [{"id": 100256, "content": ""}, {"id": 100257, "content": "<|a|>"}],
 }
+
+
+ADDED_POOL = ["<|a|>", "<|b|>", "hello", " hello", "\u0120hello", "ab", "<s>", "\u00e9", "e\u0301", "x y", "<|a|>x",
+              "a", "\u00e9 x"]
+
+
+@pytest.mark.parametrize("nfc", [False, True])
+def test_added_tokens_random_files_as_hf(nfc: bool, tmp_path: O.Path) -> None:
+    """Random added_tokens lists (contents the model has or not, repeats with other flags, ids that disagree,
+    lstrip / rstrip / single_word / normalized / special, an NFC normalizer and non-NFC contents) on random texts
+    of those contents: ids and decoded strings equal HF's. What this found: HF strips and checks a match by the
+    flags of the last entry of its id; it searches on from a match's own end, so a match may start inside the
+    whitespace an rstrip took; it matches a normalized token's content after normalizing it."""
+    import random  # noqa: PLC0415
+
+    rng = random.Random(11 + nfc)
+    O.write_tokenizer_json(tmp_path / "base", "gpt2", family_pattern=O.LLAMA3_PATTERN, nfc=nfc)
+    doc = json.loads((tmp_path / "base" / "tokenizer.json").read_text())
+    for trial in range(16):
+        added = []
+        for _ in range(rng.randint(1, 6)):
+            special = rng.random() < 0.6
+            added.append({"id": rng.choice([40, 50256, 50257, 50258, 50259, 50300]), "content": rng.choice(ADDED_POOL),
+                          "single_word": rng.random() < 0.15, "lstrip": rng.random() < 0.25,
+                          "rstrip": rng.random() < 0.25, "normalized": (not special) != (rng.random() < 0.3),
+                          "special": special})
+        d = tmp_path / f"t{trial}"
+        d.mkdir()
+        (d / "tokenizer.json").write_text(json.dumps({**doc, "added_tokens": added}))
+        ours = BPETokenizer.from_pretrained(d)
+        hf = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+        texts = ["".join(rng.choice([*ADDED_POOL, " ", "  ", "z", "\n"]) for _ in range(rng.randint(0, 8)))
+                 for _ in range(30)]
+        exp = [e.ids for e in hf.encode_batch(texts)]
+        assert not _diff(ours.encode(texts).tolist(), exp, texts), added
+        ids = sorted({i for e in exp for i in e})
+        for skip in (False, True):
+            assert ours.decode(ids, [0, len(ids)], skip_special_tokens=skip, errors="replace") == \
+                [hf.decode(ids, skip_special_tokens=skip)], added
 
 
 @pytest.mark.parametrize("case", ADDED_ID_CASES)

@@ -51,3 +51,19 @@ def test_invalid_utf8_names_the_row(pair: tuple[BPETokenizer, BPETokenizer]) -> 
 
     with pytest.raises(InputError, match="row 2: text is not valid UTF-8"):
         pair[1].encode([b"a", b"b", b"\xc3("])
+
+
+def test_added_token_flags_gpu_equals_cpu(tmp_path: Path) -> None:
+    """A tokenizer.json's added tokens with every flag (an rstrip followed by a match inside its whitespace, a
+    normalized non-NFC content under NFC, single_word, lstrip): the GPU kernels give the CPU's ids."""
+    added = [{"id": 50256, "content": "\u00e9", "rstrip": True}, {"id": 50257, "content": " hello"},
+             {"id": 50258, "content": "<s>", "lstrip": True, "rstrip": True},
+             {"id": 50259, "content": "e\u0301", "special": False, "normalized": True},
+             {"id": 50260, "content": "ab", "single_word": True}]
+    O.write_tokenizer_json(tmp_path, "gpt2", family_pattern=O.LLAMA3_PATTERN, nfc=True, added=added)
+    cpu, gpu = (BPETokenizer.from_pretrained(tmp_path, device=d) for d in ("cpu", "cuda"))
+    texts = ["z\u00e9 hello", "a  <s>  b", "\u00e9\u00e9 e\u0301x", "ab cab ab", "", "x\u00e9  hello <s>"]
+    a, b = cpu.encode(texts), gpu.encode(texts)
+    assert np.array_equal(a.ids, b.ids) and np.array_equal(a.offsets, b.offsets)
+    got = a.tolist()  # (the overlap and the normalized pattern happen)
+    assert got[0][-1] == cpu.added[" hello"].id and cpu.added["e\u0301"].id in got[2]

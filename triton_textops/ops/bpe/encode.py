@@ -84,17 +84,19 @@ def char_before(buf, lo, i):
 
 
 @K.device
-def next_added(buf, lo, pos, end, adds, normalized, ctab):
-    """The next added token of a set in the piece ``buf[lo:end]`` from ``pos``, with HF's flags applied:
-    ``single_word`` skips a match that touches a word character (``\\w``) on either side (the search goes on
-    after it), ``lstrip`` / ``rstrip`` take the whitespace before it (not before ``pos``) / after it. Returns
-    (start, end, index) or (end, end, -1)."""
+def next_added(buf, lo, pos, at, end, adds, normalized, ctab):
+    """The next added token of a set in the piece ``buf[lo:end]``, searched from ``at`` (the previous match's own
+    end), with HF's flags applied: ``single_word`` skips a match that touches a word character (``\\w``) on either
+    side (the search goes on after it), ``lstrip`` / ``rstrip`` take the whitespace before it (not before ``pos``,
+    where the previous match's strip ended) / after it. Returns (start, end, index, the match's own end) or (end,
+    end, -1, end). As HF's, the search goes on from the match's own end, not from what ``rstrip`` took: a match
+    may start inside that whitespace (and a start before ``pos`` leaves no text between them)."""
     flags = adds[A_FLAGS]
-    p = pos
+    p = at
     while True:
         s, e, k = match_at(buf, p, end, adds, normalized)
         if k < 0:
-            return s, e, k
+            return s, e, k, e
         f = flags[k]
         if f & F_SINGLE_WORD:
             before = s > lo and (cls_at(buf, char_before(buf, lo, s), end, ctab)[0] & CL_W) != 0
@@ -102,6 +104,7 @@ def next_added(buf, lo, pos, end, adds, normalized, ctab):
             if before or after:
                 p = e
                 continue
+        own = e
         if f & F_LSTRIP:
             while s > pos:
                 j = char_before(buf, pos, s)
@@ -114,7 +117,7 @@ def next_added(buf, lo, pos, end, adds, normalized, ctab):
                 if (c & CL_S) == 0:
                     break
                 e += n
-        return s, e, k
+        return s, e, k, own
 
 
 @K.device(inline="ir")
@@ -141,8 +144,9 @@ def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, nb, wb, o, cap, row):
     nbuf = scr[S_NBUF]
     prefix = cfg[C_PREFIX_SPACE] != 0
     pos = lo
-    while pos < hi:
-        s, e, k = next_added(buf, lo, pos, hi, adds, F_NORMALIZED, ctab)
+    at = lo
+    while at < hi:
+        s, e, k, at = next_added(buf, lo, pos, at, hi, adds, F_NORMALIZED, ctab)
         if s > pos:
             src, a, b = buf, pos, s
             if prefix and buf[pos] != 32:
@@ -218,8 +222,9 @@ def bpe_text(t, row, wb, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
         scr[S_IDS][o] = cfg[C_IDS + k]
         o += 1
     pos = lo
-    while pos < hi:
-        s, e, k = next_added(data, lo, pos, hi, adds, 0, ctab)
+    at = lo
+    while at < hi:
+        s, e, k, at = next_added(data, lo, pos, at, hi, adds, 0, ctab)
         if s > pos:  # the segment before it, NFC-normalized into the byte scratch when the format says so and it
             # is not NFC already (the prefix-space copies of encode_span then go after the normalized bytes)
             w = normalize(data, pos, s, scr[S_NBUF], base, cap, ntab)

@@ -251,7 +251,11 @@ def _hf_added_ids(tokens: list[dict], str_vocab: dict[str, int], where: Any) -> 
         if t.get("special", False):
             specials.setdefault(t["content"], t)
     rest = [t for t in kept if not t.get("special", False) and t["content"] not in specials]
-    return [(t, ids[t["content"]]) for t in [*specials.values(), *rest]]
+    # a match is stripped and checked as a single word by the flags of the last entry of its id, not its own
+    last = {ids[t["content"]]: t for t in kept}
+    strip = ("lstrip", "rstrip", "single_word")
+    return [({**t, **{k: last[ids[t["content"]]].get(k, False) for k in strip}}, ids[t["content"]])
+            for t in [*specials.values(), *rest]]
 
 
 def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool = False) -> BPESpec:
@@ -322,6 +326,9 @@ def _pre_tokenizer(pre: Any, refuse: Any) -> tuple[int, bool]:
         if kind == "ByteLevel" and not byte_level and i == len(steps) - 1:
             byte_level = True
             prefix_space = bool(step.get("add_prefix_space", False))
+            if prefix_space and family != WHOLE:  # (HF's ByteLevel adds its space to each piece the Split made)
+                refuse(f"{name}.add_prefix_space", True, "after a Split is not supported (HF adds a space before "
+                       "every piece of the Split that does not start with one)")
             if step.get("use_regex", True):
                 if family != WHOLE:
                     refuse(f"{name}.use_regex", True, "after a Split is not supported")

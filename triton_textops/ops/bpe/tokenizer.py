@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import os
 import threading
+import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass
 from types import ModuleType
@@ -38,7 +39,7 @@ from triton_textops.ops.bpe.encode import (
     encode_kernels,
 )
 from triton_textops.ops.bpe.merge import CACHE_HEAD, CACHE_SHAPE, N_WORK_ROWS, Vocab
-from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_tables
+from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_normalize, nfc_tables
 from triton_textops.ops.bpe.pretok import class_tables
 from triton_textops.ops.text import TextBatch, runs_on_cpu
 from triton_textops.ops.xp import get_xp, resolve_device, target_of
@@ -232,7 +233,7 @@ class BPETokenizer:
             if f and a.content:
                 f |= (F_NORMALIZED if a.normalized and self._match_all else 0) | (F_LSTRIP if a.lstrip else 0) \
                     | (F_RSTRIP if a.rstrip else 0) | (F_SINGLE_WORD if a.single_word else 0)
-                items.append((a.content, a.id, f))
+                items.append((_nfc_pattern(a.content) if f & F_NORMALIZED and self.spec.nfc else a.content, a.id, f))
         items.sort(key=lambda x: x[0][0])
         pool = np.frombuffer(b"".join(c for c, _, _ in items) or b"\0", dtype=np.uint8)
         off = np.zeros(len(items) + 1, dtype=np.int64)
@@ -517,6 +518,16 @@ class BPETokenizer:
         """The bytes token ``i`` decodes to."""
         pool, off, _ = self._dec_host
         return pool[off[i]:off[i + 1]].tobytes()
+
+
+def _nfc_pattern(content: bytes) -> bytes:
+    """What a normalized added token matches under NFC: its content normalized, as HF builds its pattern (by this
+    package's NFC kernel, compiled only when a content is not NFC already)."""
+    text = content.decode("utf-8")
+    if unicodedata.is_normalized("NFC", text):
+        return content
+    got = nfc_normalize([content])[0]
+    return content if got is None else got
 
 
 def _options_key(add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> tuple:
