@@ -213,28 +213,58 @@ def test_load_errors(tmp_path: O.Path) -> None:
     doc = json.loads((e / "tokenizer.json").read_text())
     doc["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = True  # (HF: a space before each Split piece)
     (e / "tokenizer.json").write_text(json.dumps(doc))
-    assert tokenizers.Tokenizer.from_file(str(e / "tokenizer.json")).encode("a|b").ids == [264, 765, 65]  # " a", " |", "b"
+    assert tokenizers.Tokenizer.from_file(str(e / "tokenizer.json")).encode("a|b").ids == [264, 765, 65]  # " a" " |" b
     with pytest.raises(ValueError, match=r"pretokenizers\[1\].add_prefix_space = true after a Split"):
         BPETokenizer.from_pretrained(e)
-    for key, value in (("truncation", {"direction": "Right", "max_length": 8, "strategy": "LongestFirst", "stride": 0}),
-                       ("padding", {"strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": None,
-                                    "pad_id": 0, "pad_type_id": 0, "pad_token": "!"})):
-        e = tmp_path / key
-        O.write_tokenizer_json(e, "cl100k_base", family_pattern=O.LLAMA3_PATTERN)
-        doc = json.loads((e / "tokenizer.json").read_text())
-        doc[key] = value
-        (e / "tokenizer.json").write_text(json.dumps(doc))
-        hf = tokenizers.Tokenizer.from_file(str(e / "tokenizer.json"))  # (HF's encode does apply it)
-        assert hf.encode_batch(["a b c d e f g h i j k", "a"])[1].ids != hf.encode("a", add_special_tokens=False).ids \
-            if key == "padding" else len(hf.encode("a b c d e f g h i j k").ids) == 8
-        with pytest.raises(ValueError, match=f"tokenizer.json: {key} = .* is not supported"):
-            BPETokenizer.from_pretrained(e)
-        # the LLM models read a file as transformers does, which turns both off for a call that does not ask
-        # for them (seen with transformers 4.47: encode gives every id, tokenizers' Tokenizer.encode truncates)
-        hf.no_truncation()
-        hf.no_padding()
-        texts = ["a b c d e f g h i j k", "a"]
-        assert BPETokenizer(llm.load_spec(e)).encode(texts).tolist() == [x.ids for x in hf.encode_batch(texts)]
+
+
+TRUNCATIONS = [None] + [{"direction": d, "max_length": m, "strategy": s, "stride": 0} for d, m, s in (
+    ("Right", 0, "LongestFirst"), ("Right", 1, "OnlyFirst"), ("Right", 2, "LongestFirst"), ("Left", 3, "LongestFirst"),
+    ("Left", 1, "LongestFirst"), ("Right", 40, "OnlySecond"))]
+PADDINGS = [None] + [{"strategy": s, "direction": d, "pad_to_multiple_of": m, "pad_id": 7, "pad_type_id": 0,
+                      "pad_token": "!"} for s, d, m in (("BatchLongest", "Right", None), ({"Fixed": 5}, "Left", None),
+                                                        ("BatchLongest", "Left", 4), ({"Fixed": 5}, "Right", 4))]
+
+
+def test_file_truncation_and_padding_as_hf(tmp_path: O.Path) -> None:
+    """A tokenizer.json's truncation and padding, as HF's encode_batch applies them (the template's BOS kept, a
+    max_length under the template's count cutting nothing when it is added), with and without special tokens, in
+    a batch and one text at a time; the LLM models read the file as transformers does (neither applied)."""
+    O.write_tokenizer_json(tmp_path / "base", "gpt2", family_pattern=O.LLAMA3_PATTERN, bos="<s>",
+                           added=[{"id": 50256, "content": "<s>"}])
+    doc = json.loads((tmp_path / "base" / "tokenizer.json").read_text())
+    texts = ["a", "a b c", "a b c d e f <s> g", "", "x" * 30, "hello world, this is it"]
+    for i, (trunc, pad) in enumerate((t, p) for t in TRUNCATIONS for p in PADDINGS):
+        d = tmp_path / f"t{i}"
+        d.mkdir()
+        (d / "tokenizer.json").write_text(json.dumps({**doc, "truncation": trunc, "padding": pad}))
+        ours = BPETokenizer.from_pretrained(d)
+        hf = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+        for specials in (True, False):
+            exp = [e.ids for e in hf.encode_batch(texts, add_special_tokens=specials)]
+            assert ours.encode(texts, add_special_tokens=specials).tolist() == exp, (trunc, pad, specials)
+            assert [ours.encode([t], add_special_tokens=specials).tolist()[0] for t in texts] == \
+                [hf.encode(t, add_special_tokens=specials).ids for t in texts], (trunc, pad, specials)
+        if trunc is not None and pad is None:  # transformers turns the file's limits off for a plain call
+            assert BPETokenizer(llm.load_spec(d)).encode(texts).tolist() == \
+                BPETokenizer.from_pretrained(tmp_path / "base").encode(texts).tolist()
+    # what HF fails on: a text truncated under OnlySecond (an error), a stride not under the cut length (a panic)
+    for i, (trunc, why) in enumerate(((dict(TRUNCATIONS[-1], max_length=3), "OnlySecond"),
+                                      ({"direction": "Right", "max_length": 3, "strategy": "LongestFirst", "stride": 2},
+                                       "stride 2 is not under the length 2"))):
+        d = tmp_path / f"bad{i}"
+        d.mkdir()
+        (d / "tokenizer.json").write_text(json.dumps({**doc, "truncation": trunc}))
+        ours = BPETokenizer.from_pretrained(d)
+        assert ours.encode(["a b", "a"]).tolist() == [[50256, 64, 275], [50256, 64]]  # (nothing to cut)
+        with pytest.raises(InputError, match=f"row 1: its ids are over max_length 3, and .*{why}"):
+            ours.encode(["a", "a b c d"])
+    for field, value, why in (("truncation", {"max_length": -1}, "max_length = -1 is not an integer >= 0"),
+                              ("truncation", {"max_length": 4, "direction": "Up"}, "direction = .* is not Left or Right"),
+                              ("padding", {"strategy": "Longest"}, "strategy = .* is not")):
+        (tmp_path / "base" / "tokenizer.json").write_text(json.dumps({**doc, field: value}))
+        with pytest.raises(ValueError, match=f"{field}.{why}"):
+            BPETokenizer.from_pretrained(tmp_path / "base")
 
 
 def test_long_runs_not_quadratic() -> None:

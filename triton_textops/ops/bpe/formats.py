@@ -90,6 +90,28 @@ class AddedToken:
     single_word: bool = False
 
 
+@dataclass(frozen=True)
+class Truncation:
+    """tokenizer.json ``truncation``: ``max_length``, ``direction`` Left (``left``), ``strategy`` OnlySecond
+    (``only_second``; LongestFirst and OnlyFirst act alike on one sequence), ``stride``."""
+
+    max_length: int
+    left: bool
+    only_second: bool
+    stride: int
+
+
+@dataclass(frozen=True)
+class Padding:
+    """tokenizer.json ``padding``: ``strategy`` Fixed(``length``) or BatchLongest (``length`` None), ``direction``
+    Left (``left``), ``pad_id``, ``pad_to_multiple_of`` (``multiple``, None or 0: none)."""
+
+    length: int | None
+    left: bool
+    pad_id: int
+    multiple: int | None
+
+
 @dataclass
 class BPESpec:
     """Everything the kernels need of a byte-level BPE tokenizer, format-independent.
@@ -112,6 +134,8 @@ class BPESpec:
     source: str = ""
     config: dict[str, Any] = field(default_factory=dict)  # tokenizer_config.json, when present
     match_added: bool = False  # added tokens are matched by default (HF's encode); rank files: only those allowed
+    truncation: Truncation | None = None  # tokenizer.json's, which HF's encode applies (ops.bpe.limits)
+    padding: Padding | None = None
 
     @property
     def n_ids(self) -> int:
@@ -260,9 +284,9 @@ def _hf_added_ids(tokens: list[dict], str_vocab: dict[str, int], where: Any) -> 
 
 def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool = False) -> BPESpec:
     """HF ``tokenizer.json`` (+ ``tokenizer_config.json``): a byte-level BPE model, or a ValueError naming the
-    field this package does not implement. A file's ``truncation`` / ``padding`` is such a field (HF's
-    ``Tokenizer.encode`` applies them), unless ``as_transformers``: transformers' tokenizer turns them off for a
-    call that does not ask for truncation or padding (the LLM models' reference)."""
+    field this package does not implement. Its ``truncation`` / ``padding`` are kept (HF's ``Tokenizer.encode``
+    applies them: :mod:`~triton_textops.ops.bpe.limits`), unless ``as_transformers``: transformers' tokenizer turns
+    them off for a call that does not ask for truncation or padding (the LLM models' reference)."""
     d = Path(directory)
     path = d / "tokenizer.json" if d.is_dir() else d
     doc = json.loads(_read_bytes(path, "tokenizer.json"))
@@ -274,10 +298,6 @@ def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool =
 
     if model.get("type") != "BPE":
         refuse("model.type", model.get("type"), "is not supported (byte-level BPE only)")
-    for key, verb in (("truncation", "truncate"), ("padding", "pad")):  # HF's Tokenizer.encode applies them
-        if doc.get(key) is not None and not as_transformers:
-            refuse(key, doc[key], f"is not supported: HF's encode would {verb} the ids; set it to null "
-                   "(encode_rows takes max_length, truncation_side and padding_side)")
     for key, ok in (("dropout", (None,)), ("continuing_subword_prefix", (None, "")), ("end_of_word_suffix", (None, "")),
                     ("byte_fallback", (None, False))):
         if model.get(key) not in ok:
@@ -310,6 +330,9 @@ def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool =
             mapped = _unmap(content)
             spec.decode_bytes[tid] = mapped if mapped is not None else content.encode()
     spec.prefix, spec.suffix = _template(doc.get("post_processor"), refuse)
+    if not as_transformers:
+        spec.truncation = _truncation(doc.get("truncation"), refuse)
+        spec.padding = _padding(doc.get("padding"), refuse)
     cfg = d / "tokenizer_config.json" if d.is_dir() else d.parent / "tokenizer_config.json"
     if cfg.is_file():
         spec.config = json.loads(cfg.read_bytes())
@@ -346,6 +369,46 @@ def _pre_tokenizer(pre: Any, refuse: Any) -> tuple[int, bool]:
     if not byte_level:
         refuse("pre_tokenizer", pre, "has no ByteLevel step: not a byte-level BPE")
     return family, prefix_space
+
+
+def _count(value: Any, field_name: str, refuse: Any, least: int = 0) -> int:
+    if type(value) is not int or value < least:
+        refuse(field_name, value, f"is not an integer >= {least}")
+    return value
+
+
+def _direction(value: Any, field_name: str, refuse: Any) -> bool:
+    """True for Left."""
+    if value not in ("Left", "Right"):
+        refuse(field_name, value, "is not Left or Right")
+    return value == "Left"
+
+
+def _truncation(t: Any, refuse: Any) -> Truncation | None:
+    if t is None:
+        return None
+    if not isinstance(t, dict):
+        refuse("truncation", t, "is not an object")
+    if t.get("strategy", "LongestFirst") not in ("LongestFirst", "OnlyFirst", "OnlySecond"):
+        refuse("truncation.strategy", t.get("strategy"), "is not LongestFirst, OnlyFirst or OnlySecond")
+    return Truncation(_count(t.get("max_length"), "truncation.max_length", refuse),
+                      _direction(t.get("direction", "Right"), "truncation.direction", refuse),
+                      t.get("strategy") == "OnlySecond", _count(t.get("stride", 0), "truncation.stride", refuse))
+
+
+def _padding(p: Any, refuse: Any) -> Padding | None:
+    if p is None:
+        return None
+    if not isinstance(p, dict):
+        refuse("padding", p, "is not an object")
+    strategy = p.get("strategy", "BatchLongest")
+    if strategy != "BatchLongest" and not (isinstance(strategy, dict) and list(strategy) == ["Fixed"]):
+        refuse("padding.strategy", strategy, 'is not "BatchLongest" or {"Fixed": n}')
+    length = None if strategy == "BatchLongest" else _count(strategy["Fixed"], "padding.strategy.Fixed", refuse)
+    multiple = p.get("pad_to_multiple_of")
+    return Padding(length, _direction(p.get("direction", "Right"), "padding.direction", refuse),
+                   _count(p.get("pad_id", 0), "padding.pad_id", refuse),
+                   None if multiple is None else _count(multiple, "padding.pad_to_multiple_of", refuse))
 
 
 def _template(post: Any, refuse: Any) -> tuple[list[int], list[int]]:

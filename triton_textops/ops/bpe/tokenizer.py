@@ -38,6 +38,7 @@ from triton_textops.ops.bpe.encode import (
     TOO_LONG,
     encode_kernels,
 )
+from triton_textops.ops.bpe.limits import apply_limits
 from triton_textops.ops.bpe.merge import CACHE_HEAD, CACHE_SHAPE, N_WORK_ROWS, Vocab
 from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_normalize, nfc_tables
 from triton_textops.ops.bpe.pretok import class_tables
@@ -160,6 +161,7 @@ class BPETokenizer:
         self.mult = NFC_EXPAND if spec.nfc else 1
         self.mult += (NFC_EXPAND if spec.nfc else 1) + 1 if spec.add_prefix_space else 0
         self._encode = encode_kernels(spec.family, spec.nfc, spec.merges is None)
+        self._limits = (spec.truncation, spec.padding) if spec.truncation or spec.padding else None
         self._cfg_host = np.array([int(spec.add_prefix_space), self.mult,
                                    1 + len(spec.prefix) + len(spec.suffix), len(spec.prefix), len(spec.suffix)]
                                   + spec.prefix + spec.suffix, dtype=np.int64)
@@ -344,11 +346,13 @@ class BPETokenizer:
         (tokenizer.json). ``allowed_special``: the added tokens matched in the text (None: the format's default,
         every added token for tokenizer.json, none for rank files, i.e. ``encode_ordinary``; "all"; or names);
         ``disallowed_special`` ("all" or names): a text containing one is an :class:`InputError` (tiktoken's
-        ``encode`` check). ``add_special_tokens``: the template's BOS/EOS (tokenizer.json)."""
+        ``encode`` check). ``add_special_tokens``: the template's BOS/EOS (tokenizer.json). A tokenizer.json's
+        ``truncation`` / ``padding`` apply as in HF's ``encode_batch`` (:meth:`encode_rows` takes its own)."""
         if self.target == "cpu":
             one = _one_text(texts)
             if one is not None:
-                return self._encode_one(one, add_special_tokens, allowed_special, disallowed_special)
+                r = self._encode_one(one, add_special_tokens, allowed_special, disallowed_special)
+                return r if self._limits is None else self._limited(r, add_special_tokens)
         if runs_on_cpu(self.target, texts, gpu_min_batch):
             r = self.on_cpu().encode(texts, add_special_tokens=add_special_tokens, allowed_special=allowed_special,
                                      disallowed_special=disallowed_special)
@@ -369,7 +373,14 @@ class BPETokenizer:
         out = xp.empty(int(off[-1]), dtype=np.int64)
         if n:
             K.launch(self.target, COMPACT, n, batch.offsets, args[6], args[7][2], d_off, out)
-        return Ragged(out, d_off)
+        return Ragged(out, d_off) if self._limits is None else self._limited(Ragged(out, d_off), add_special_tokens)
+
+    def _limited(self, r: Ragged, add_special_tokens: Any) -> Ragged:
+        """``r`` after the file's truncation and padding (:func:`~triton_textops.ops.bpe.limits.apply_limits`)."""
+        spec = self.spec
+        npre, nsuf = (len(spec.prefix), len(spec.suffix)) if add_special_tokens else (0, 0)
+        return Ragged(*apply_limits(r.ids, r.offsets, self.target, self.xp, npre, nsuf, spec.truncation,
+                                    spec.padding))
 
     def _encode_one(self, one: tuple[np.ndarray, int, int], add_special_tokens: Any, allowed: Specials,
                     disallowed: Specials) -> Ragged:
