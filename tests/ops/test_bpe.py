@@ -218,6 +218,36 @@ def test_load_errors(tmp_path: O.Path) -> None:
         BPETokenizer.from_pretrained(e)
 
 
+def test_post_processors_as_hf(tmp_path: O.Path) -> None:
+    """RobertaProcessing and BertProcessing (cls, the text, sep: RoBERTa's, BART's byte-level BPE files), and a
+    Sequence of ByteLevel and a TemplateProcessing (Llama-3's shape) add HF's ids; two processors that add tokens
+    in one Sequence are a load error (HF composes them oddly, or panics)."""
+    added = [{"id": 50256, "content": "<s>"}, {"id": 50257, "content": "</s>"}]
+    O.write_tokenizer_json(tmp_path / "base", "gpt2", family_pattern=O.LLAMA3_PATTERN, added=added)
+    doc = json.loads((tmp_path / "base" / "tokenizer.json").read_text())
+    single = [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}]
+    template = {"type": "TemplateProcessing", "single": single, "pair": single,
+                "special_tokens": {"<s>": {"id": "<s>", "ids": [50256], "tokens": ["<s>"]}}}
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    roberta = {"type": "RobertaProcessing", "sep": ["</s>", 50257], "cls": ["<s>", 50256], "trim_offsets": True,
+               "add_prefix_space": False}
+    texts = ["hello world", "", "a<s>b </s>"]
+    for i, post in enumerate((roberta, {"type": "BertProcessing", "sep": ["</s>", 50257], "cls": ["<s>", 50256]},
+                              {"type": "Sequence", "processors": [byte_level, template]})):
+        d = tmp_path / f"p{i}"
+        d.mkdir()
+        (d / "tokenizer.json").write_text(json.dumps({**doc, "post_processor": post}))
+        ours = BPETokenizer.from_pretrained(d)
+        hf = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+        for specials in (True, False):
+            assert ours.encode(texts, add_special_tokens=specials).tolist() == \
+                [e.ids for e in hf.encode_batch(texts, add_special_tokens=specials)], (post["type"], specials)
+    (tmp_path / "base" / "tokenizer.json").write_text(json.dumps(
+        {**doc, "post_processor": {"type": "Sequence", "processors": [template, roberta]}}))
+    with pytest.raises(ValueError, match="post_processor.processors = .* more than one processor that adds"):
+        BPETokenizer.from_pretrained(tmp_path / "base")
+
+
 TRUNCATIONS = [None] + [{"direction": d, "max_length": m, "strategy": s, "stride": 0} for d, m, s in (
     ("Right", 0, "LongestFirst"), ("Right", 1, "OnlyFirst"), ("Right", 2, "LongestFirst"), ("Left", 3, "LongestFirst"),
     ("Left", 1, "LongestFirst"), ("Right", 40, "OnlySecond"))]

@@ -412,26 +412,42 @@ def _padding(p: Any, refuse: Any) -> Padding | None:
 
 
 def _template(post: Any, refuse: Any) -> tuple[list[int], list[int]]:
-    """The special ids a TemplateProcessing adds before / after a single sequence."""
+    """The special ids a post-processor adds before / after a single sequence: TemplateProcessing's, Roberta- and
+    BertProcessing's (cls, the text, sep); in a Sequence, one of them (HF composes two oddly, or panics), and
+    ByteLevel (offsets only)."""
     if post is None:
         return [], []
     steps = post.get("processors") if post.get("type") == "Sequence" else [post]
+    if sum((step or {}).get("type") != "ByteLevel" for step in steps) > 1:
+        refuse("post_processor.processors", [s.get("type") for s in steps], "has more than one processor that adds "
+               "tokens (not supported)")
     prefix: list[int] = []
     suffix: list[int] = []
     for step in steps:
         kind = step.get("type")
         if kind == "ByteLevel":
             continue  # offsets only
-        if kind != "TemplateProcessing":
-            refuse("post_processor", post, "is not supported (TemplateProcessing, ByteLevel)")
-        seen = False
-        for item in step.get("single") or []:
-            if "Sequence" in item:
-                seen = True
-                continue
-            sid = item.get("SpecialToken", {}).get("id")
-            ids = (step.get("special_tokens") or {}).get(sid, {}).get("ids")
-            if ids is None:
-                refuse("post_processor.special_tokens", sid, "is missing from the template's special_tokens")
-            (suffix if seen else prefix).extend(int(x) for x in ids)
+        before: list[int] = []
+        after: list[int] = []
+        if kind in ("RobertaProcessing", "BertProcessing"):
+            for key, side in (("cls", before), ("sep", after)):
+                pair = step.get(key)
+                if not (isinstance(pair, list) and len(pair) == 2 and type(pair[1]) is int):
+                    refuse(f"post_processor.{key}", pair, "is not a [token, id] pair")
+                side.append(pair[1])
+        elif kind == "TemplateProcessing":
+            seen = False
+            for item in step.get("single") or []:
+                if "Sequence" in item:
+                    seen = True
+                    continue
+                sid = item.get("SpecialToken", {}).get("id")
+                ids = (step.get("special_tokens") or {}).get(sid, {}).get("ids")
+                if ids is None:
+                    refuse("post_processor.special_tokens", sid, "is missing from the template's special_tokens")
+                (after if seen else before).extend(int(x) for x in ids)
+        else:
+            refuse("post_processor", post, "is not supported (TemplateProcessing, RobertaProcessing, BertProcessing, "
+                   "ByteLevel)")
+        prefix, suffix = before, after
     return prefix, suffix
