@@ -19,7 +19,9 @@ from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: E402
 # with a warning
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar:RuntimeWarning")
 
-TEXTS = O.BPE_ADVERSARIAL[:12] + O.random_texts(3, 12) + ["a" * 120 + "é" * 30]  # > SHORT: the heap path
+TEXTS = O.BPE_ADVERSARIAL[:12] + O.random_texts(3, 12) + ["a" * 120 + "é" * 30,  # > SHORT: the heap path
+                                                           "\u0301!=\ufe0f'='<!\u0308\u0308/!>*=.*=-=#,*\u0301\U0001F600.,,"
+                                                           "\u0301']--\ufe0f?*->="]  # (mixed ranks)
 
 
 @pytest.fixture(scope="module", params=["cl100k_base", "o200k_base"])

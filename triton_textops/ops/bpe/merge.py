@@ -187,10 +187,13 @@ def heap_less(rk, x, y):
 
 
 @K.device
-def heap_fix(heap, where, rk, base, size, at):
-    """Restore the min-heap ``heap[base:base+size]`` (symbol indices keyed by (rk, index)) around slot ``at``."""
+def heap_fix(heap, where, rk, base, size, at, up):
+    """Restore the min-heap ``heap[base:base+size]`` (symbol indices keyed by (rk, index)) around slot ``at``:
+    sifted up (``up``: its key changed either way, in a heap) then down. Building the heap sifts down only: the
+    slots above ``at`` are not a heap yet, and an entry sifted up into them left a slot below out of order (a
+    piece of over :data:`SHORT` bytes then merged in the wrong order)."""
     x = heap[base + at]
-    while at > 0:  # up
+    while up and at > 0:  # up
         p = (at - 1) >> 1
         y = heap[base + p]
         if not heap_less(rk, base + x, base + y):
@@ -225,7 +228,7 @@ def heap_remove(heap, where, rk, base, size, x):
     if at != size:
         heap[base + at] = heap[base + size]
         where[base + heap[base + at]] = at
-        heap_fix(heap, where, rk, base, size, at)
+        heap_fix(heap, where, rk, base, size, at, True)
     return size
 
 
@@ -293,7 +296,7 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
                 where[base + k] = size
                 size += 1
         for at in range((size >> 1) - 1, -1, -1):  # heapify: sift down each inner slot
-            heap_fix(hp, where, rk, base, size, at)
+            heap_fix(hp, where, rk, base, size, at, False)
         while size > 0:
             bi = hp[base]
             j = nxt[base + bi]
@@ -309,7 +312,7 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
             if rk[base + bi] == NO_PAIR:
                 size = heap_remove(hp, where, rk, base, size, bi)
             else:
-                heap_fix(hp, where, rk, base, size, where[base + bi])
+                heap_fix(hp, where, rk, base, size, where[base + bi], True)
             p = prv[base + bi]
             if p >= 0:
                 had = rk[base + p] != NO_PAIR
@@ -318,12 +321,12 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
                     if had:
                         size = heap_remove(hp, where, rk, base, size, p)
                 elif had:
-                    heap_fix(hp, where, rk, base, size, where[base + p])
+                    heap_fix(hp, where, rk, base, size, where[base + p], True)
                 else:
                     hp[base + size] = p
                     where[base + p] = size
                     size += 1
-                    heap_fix(hp, where, rk, base, size, size - 1)
+                    heap_fix(hp, where, rk, base, size, size - 1, True)
     k = 0
     while k < n:
         out[o] = sym[base + k]
