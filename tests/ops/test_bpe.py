@@ -395,21 +395,32 @@ ADDED_ID_CASES = {  # added_tokens whose "id" fields disagree with the ids HF gi
 
 
 ADDED_POOL = ["<|a|>", "<|b|>", "hello", " hello", "\u0120hello", "ab", "<s>", "\u00e9", "e\u0301", "x y", "<|a|>x",
-              "a", "\u00e9 x"]
+              "a", "\u00e9 x", " "]
 
 
-@pytest.mark.parametrize("nfc", [False, True])
-def test_added_tokens_random_files_as_hf(nfc: bool, tmp_path: O.Path) -> None:
+@pytest.mark.parametrize("kind", ["split", "split+nfc", "bytelevel+prefix"])
+def test_added_tokens_random_files_as_hf(kind: str, tmp_path: O.Path) -> None:
     """Random added_tokens lists (contents the model has or not, repeats with other flags, ids that disagree,
-    lstrip / rstrip / single_word / normalized / special, an NFC normalizer and non-NFC contents) on random texts
-    of those contents: ids and decoded strings equal HF's. What this found: HF strips and checks a match by the
-    flags of the last entry of its id; it searches on from a match's own end, so a match may start inside the
-    whitespace an rstrip took; it matches a normalized token's content after normalizing it."""
+    lstrip / rstrip / single_word / normalized / special, an NFC normalizer and non-NFC contents; a Split + ByteLevel
+    file, or GPT-2's single ByteLevel with add_prefix_space) on random texts of those contents: ids and decoded
+    strings equal HF's. What this found: HF strips and checks a match by the flags of the last entry of its id; it
+    searches on from a match's own end, so a match may start inside the whitespace an rstrip took (an lstrip one
+    then starts where that strip ended, and is dropped when that leaves it empty); it matches a normalized token's
+    content after normalizing it."""
     import random  # noqa: PLC0415
 
-    rng = random.Random(11 + nfc)
-    O.write_tokenizer_json(tmp_path / "base", "gpt2", family_pattern=O.LLAMA3_PATTERN, nfc=nfc)
-    doc = json.loads((tmp_path / "base" / "tokenizer.json").read_text())
+    rng = random.Random(11 + len(kind))
+    if kind == "bytelevel+prefix":
+        from tokenizers import ByteLevelBPETokenizer  # noqa: PLC0415
+
+        (tmp_path / "base").mkdir()
+        ByteLevelBPETokenizer(str(O.DATA / "encoder.json"), str(O.DATA / "vocab.bpe")).save(
+            str(tmp_path / "base" / "tokenizer.json"))
+        doc = json.loads((tmp_path / "base" / "tokenizer.json").read_text())
+        doc["pre_tokenizer"]["add_prefix_space"] = True
+    else:
+        O.write_tokenizer_json(tmp_path / "base", "gpt2", family_pattern=O.LLAMA3_PATTERN, nfc=kind == "split+nfc")
+        doc = json.loads((tmp_path / "base" / "tokenizer.json").read_text())
     for trial in range(16):
         added = []
         for _ in range(rng.randint(1, 6)):
@@ -420,7 +431,7 @@ def test_added_tokens_random_files_as_hf(nfc: bool, tmp_path: O.Path) -> None:
                           "special": special})
         d = tmp_path / f"t{trial}"
         d.mkdir()
-        (d / "tokenizer.json").write_text(json.dumps({**doc, "added_tokens": added}))
+        (d / "tokenizer.json").write_text(json.dumps({**doc, "added_tokens": (doc["added_tokens"] or []) + added}))
         ours = BPETokenizer.from_pretrained(d)
         hf = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
         texts = ["".join(rng.choice([*ADDED_POOL, " ", "  ", "z", "\n"]) for _ in range(rng.randint(0, 8)))

@@ -61,10 +61,11 @@ def test_added_token_flags_gpu_equals_cpu(tmp_path: Path) -> None:
     added = [{"id": 50256, "content": "\u00e9", "rstrip": True}, {"id": 50257, "content": " hello"},
              {"id": 50258, "content": "<s>", "lstrip": True, "rstrip": True},
              {"id": 50259, "content": "e\u0301", "special": False, "normalized": True},
-             {"id": 50260, "content": "ab", "single_word": True}]
+             {"id": 50260, "content": "ab", "single_word": True},
+             {"id": 50261, "content": " ", "lstrip": True, "rstrip": True}]  # (empty matches dropped)
     O.write_tokenizer_json(tmp_path, "gpt2", family_pattern=O.LLAMA3_PATTERN, nfc=True, added=added)
     cpu, gpu = (BPETokenizer.from_pretrained(tmp_path, device=d) for d in ("cpu", "cuda"))
-    texts = ["z\u00e9 hello", "a  <s>  b", "\u00e9\u00e9 e\u0301x", "ab cab ab", "", "x\u00e9  hello <s>"]
+    texts = ["z\u00e9 hello", "a  <s>  b", "\u00e9\u00e9 e\u0301x", "ab cab ab", "", "x\u00e9  hello <s>", "  a   b  "]
     a, b = cpu.encode(texts), gpu.encode(texts)
     assert np.array_equal(a.ids, b.ids) and np.array_equal(a.offsets, b.offsets)
     got = a.tolist()  # (the overlap and the normalized pattern happen)

@@ -90,7 +90,8 @@ def next_added(buf, lo, pos, at, end, adds, normalized, ctab):
     side (the search goes on after it), ``lstrip`` / ``rstrip`` take the whitespace before it (not before ``pos``,
     where the previous match's strip ended) / after it. Returns (start, end, index, the match's own end) or (end,
     end, -1, end). As HF's, the search goes on from the match's own end, not from what ``rstrip`` took: a match
-    may start inside that whitespace (and a start before ``pos`` leaves no text between them)."""
+    may start inside that whitespace (and a start before ``pos`` leaves no text between them); an ``lstrip`` one
+    then starts at ``pos``, and is dropped (by the caller) when that leaves it empty."""
     flags = adds[A_FLAGS]
     p = at
     while True:
@@ -111,6 +112,8 @@ def next_added(buf, lo, pos, at, end, adds, normalized, ctab):
                 if (cls_at(buf, j, end, ctab)[0] & CL_S) == 0:
                     break
                 s = j
+            if s < pos:  # (HF: max(the stripped start, where the previous strip ended))
+                s = pos
         if f & F_RSTRIP:
             while e < end:
                 c, n, cp = cls_at(buf, e, end, ctab)
@@ -161,12 +164,13 @@ def encode_span(buf, lo, hi, voc, ctab, adds, cfg, scr, nb, wb, o, cap, row):
                 return -1
         if k < 0:
             break
-        if adds[A_FLAGS][k] & F_DISALLOWED:
-            return -1 - DISALLOWED
-        if o >= cap:
-            return -1
-        ids[o] = adds[A_ID][k]
-        o += 1
+        if e > s:  # (HF drops an empty match: an lstrip one started where the previous strip ended)
+            if adds[A_FLAGS][k] & F_DISALLOWED:
+                return -1 - DISALLOWED
+            if o >= cap:
+                return -1
+            ids[o] = adds[A_ID][k]
+            o += 1
         pos = e
     return o
 
@@ -237,14 +241,15 @@ def bpe_text(t, row, wb, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
                 return
         if k < 0:
             break
-        if adds[A_FLAGS][k] & F_DISALLOWED:
-            cnt[t] = -1 - DISALLOWED
-            return
-        if o >= cap:
-            cnt[t] = -1 - SIZE_BOUND
-            return
-        scr[S_IDS][o] = adds[A_ID][k]
-        o += 1
+        if e > s:  # (as encode_span)
+            if adds[A_FLAGS][k] & F_DISALLOWED:
+                cnt[t] = -1 - DISALLOWED
+                return
+            if o >= cap:
+                cnt[t] = -1 - SIZE_BOUND
+                return
+            scr[S_IDS][o] = adds[A_ID][k]
+            o += 1
         pos = e
     for k in range(cfg[C_NSUF]):
         if o >= cap:
