@@ -253,6 +253,7 @@ def _hf_added_ids(tokens: list[dict], str_vocab: dict[str, int], where: Any) -> 
     entry in every field, is skipped."""
     size = len(str_vocab)  # (the BPE model's get_vocab_size: its entries)
     ids: dict[str, int] = {}
+    top = -1  # the largest id given so far (a running max: files list thousands of added tokens)
     kept: list[dict] = []
     seen: set[tuple] = set()
     for n, t in enumerate(tokens):
@@ -266,9 +267,9 @@ def _hf_added_ids(tokens: list[dict], str_vocab: dict[str, int], where: Any) -> 
         seen.add(fields)
         tid = ids.get(content, str_vocab.get(content))
         if tid is None:
-            top = max(ids.values(), default=None)
-            tid = size if top is None or (top < size and size) else top + 1
-        ids[content] = int(tid)
+            tid = size if top < 0 or (top < size and size) else top + 1
+        ids[content] = tid = int(tid)
+        top = max(top, tid)
         kept.append(t)
     specials = {}
     for t in kept:
