@@ -444,6 +444,21 @@ def test_added_tokens_random_files_as_hf(kind: str, tmp_path: O.Path) -> None:
                 [hf.decode(ids, skip_special_tokens=skip)], added
 
 
+def test_added_token_listed_twice_raw_and_normalized(tmp_path: O.Path) -> None:
+    """A content listed twice, once normalized and once not, is matched in both passes (HF keeps both entries):
+    under NFC its normalized pattern, listed before another token of the same pattern, wins that match."""
+    added = [{"id": 50256, "content": "e\u0301", "special": False, "normalized": True, "lstrip": True},
+             {"id": 50257, "content": "\u00e9", "special": False, "normalized": True},
+             {"id": 50258, "content": "e\u0301", "special": False, "normalized": False, "rstrip": True}]
+    O.write_tokenizer_json(tmp_path, "gpt2", family_pattern=O.LLAMA3_PATTERN, nfc=True, added=added)
+    ours = BPETokenizer.from_pretrained(tmp_path)
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    texts = ["x\u00e9y e\u0301 z", "  \u00e9", "e\u0301  e\u0301\u00e9"]
+    exp = [e.ids for e in hf.encode_batch(texts)]
+    assert ours.encode(texts).tolist() == exp
+    assert hf.token_to_id("e\u0301") in exp[0]  # (the normalized entry matched the precomposed text)
+
+
 @pytest.mark.parametrize("case", ADDED_ID_CASES)
 def test_added_token_ids_as_hf_gives_them(case: str, tmp_path: O.Path) -> None:
     """HF's Tokenizer.from_file ignores an added token's ``id``: in file order, a content the model (or an earlier

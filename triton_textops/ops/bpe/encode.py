@@ -18,6 +18,8 @@ try:
 except ImportError:  # pragma: no cover - numba without its CUDA target: GPU entry points never compiled
     cuda = None
 
+import numpy as np
+
 from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe.merge import encode_piece
 from triton_textops.ops.bpe.nfc import nfc_quick, nfc_write
@@ -26,9 +28,11 @@ from triton_textops.ops.text import utf8_valid
 
 # cfg (int64 array) entries
 C_PREFIX_SPACE, C_MULT, C_EXTRA, C_NPRE, C_NSUF, C_IDS = range(6)  # then the prefix and suffix ids
-# adds tuple: (pool uint8, off int64 m+1, id int64 m, flags int64 m, by_first int64 259) sorted by first byte;
-# by_first[b] .. by_first[b+1]: the tokens starting with byte b; by_first[257], [258]: how many match raw / normalized
+# adds tuple: (pool uint8, off int64 m+1, id int64 m, flags int64 m, by_first int64 259 + 1024) sorted by first byte;
+# by_first[b] .. by_first[b+1]: the tokens starting with byte b; by_first[257], [258]: how many match raw / normalized;
+# then TWO_BITS: a bitset over b0 << 8 | b1 of the first two bytes of every token (a one-byte token: with every b1)
 A_POOL, A_OFF, A_ID, A_FLAGS, A_FIRST = range(5)
+TWO_BITS = 259  # where the bitset starts in by_first
 # added-token flags: split it out / refuse it / match it after normalizing; HF's lstrip, rstrip, single_word
 F_MATCH, F_DISALLOWED, F_NORMALIZED, F_LSTRIP, F_RSTRIP, F_SINGLE_WORD = 1, 2, 4, 8, 16, 32
 # status of a text (count row): why it has no ids
@@ -52,6 +56,13 @@ def match_at(buf, pos, end, adds, normalized):
         return end, end, -1
     for p in range(pos, end):
         b = buf[p]
+        if first[b] == first[b + 1]:
+            continue
+        if p + 1 < end:  # no token starts with these two bytes: the usual case (Llama-3's 256 specials all start
+            # with "<|", and HTML has a "<" every few bytes: 13 against 237 MB/s here before this check)
+            two = (np.int64(b) << 8) | np.int64(buf[p + 1])
+            if ((first[TWO_BITS + (two >> 6)] >> (two & 63)) & 1) == 0:
+                continue
         best = -1
         best_len = 0
         for k in range(first[b], first[b + 1]):

@@ -36,6 +36,7 @@ from triton_textops.ops.bpe.encode import (
     F_SINGLE_WORD,
     SIZE_BOUND,
     TOO_LONG,
+    TWO_BITS,
     encode_kernels,
 )
 from triton_textops.ops.bpe.limits import apply_limits
@@ -230,7 +231,8 @@ class BPETokenizer:
             allow = _names("allowed_special", allowed, names)
         refuse = (names - allow) if disallowed == "all" else _names("disallowed_special", disallowed or (), names)
         items = []
-        for name, a in self.added.items():
+        for a in self.spec.added:  # (every entry, in the format's order: a content can be listed twice, with other
+            name = a.content.decode("utf-8", "surrogateescape")  # flags, e.g. matched raw and normalized)
             f = (F_MATCH if name in allow else 0) | (F_DISALLOWED if name in refuse and name not in allow else 0)
             if f and a.content:
                 f |= (F_NORMALIZED if a.normalized and self._match_all else 0) | (F_LSTRIP if a.lstrip else 0) \
@@ -240,10 +242,14 @@ class BPETokenizer:
         pool = np.frombuffer(b"".join(c for c, _, _ in items) or b"\0", dtype=np.uint8)
         off = np.zeros(len(items) + 1, dtype=np.int64)
         np.cumsum([len(c) for c, _, _ in items], out=off[1:])
-        first = np.zeros(259, dtype=np.int64)
+        first = np.zeros(TWO_BITS + 1024, dtype=np.int64)
+        two = np.zeros(1 << 16, dtype=bool)  # (encode.TWO_BITS)
         for c, _, f in items:
             first[c[0] + 1:257] += 1
             first[258 if f & F_NORMALIZED else 257] += 1
+            two[(c[0] << 8) | c[1] if len(c) > 1 else slice(c[0] << 8, (c[0] + 1) << 8)] = True
+        first[TWO_BITS:] = np.packbits(two.reshape(1024, 64)[:, ::-1], axis=1).view(">u8").reshape(-1) \
+            .astype(np.uint64).view(np.int64)  # (word w, bit i: the pair w * 64 + i)
         got = tuple(K.to_device(a, self.target, self.xp) for a in (
             pool, off, np.array([i for _, i, _ in items] or [0], dtype=np.int64),
             np.array([f for _, _, f in items] or [0], dtype=np.int64), first))
