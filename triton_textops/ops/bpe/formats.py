@@ -243,44 +243,50 @@ def _byte_vocab(vocab: dict[str, int], where: Any, field_name: str) -> dict[byte
     return out
 
 
-def _hf_added_ids(tokens: list[dict], str_vocab: dict[str, int], where: Any) -> list[tuple[dict, int]]:
-    """``added_tokens`` as HF's ``Tokenizer.from_file`` takes them: each with the id HF gives it, in the order HF
-    matches them (the special ones, once per content, then the others whose content is not a special's).
+def _added_flags(t: dict) -> tuple[bool, bool, bool, bool, bool]:
+    """(special, normalized, lstrip, rstrip, single_word) of an ``added_tokens`` entry, with HF's defaults (in
+    :class:`AddedToken`'s order)."""
+    special = bool(t.get("special", False))
+    return (special, bool(t.get("normalized", not special)), bool(t.get("lstrip", False)),
+            bool(t.get("rstrip", False)), bool(t.get("single_word", False)))
+
+
+def _hf_added_ids(tokens: list[dict], str_vocab: dict[str, int], where: Any) -> list[tuple[str, int, tuple]]:
+    """``added_tokens`` as HF's ``Tokenizer.from_file`` takes them: (content, the id HF gives it,
+    :func:`_added_flags`), in the order HF matches them (the special ones, once per content, then the others whose
+    content is not a special's).
 
     HF does not read an added token's ``id``: it adds the tokens in file order, a content the model has (or an
     earlier added token has) keeping that id, a new one getting the next id after the model's vocabulary and the
     ids added so far (a file whose ids disagree only gets a warning). An empty content, or a repeat of an earlier
-    entry in every field, is skipped."""
+    entry in every field, is skipped. A match is stripped and checked as a single word by the flags of the last
+    entry of its id, not its own."""
     size = len(str_vocab)  # (the BPE model's get_vocab_size: its entries)
     ids: dict[str, int] = {}
     top = -1  # the largest id given so far (a running max: files list thousands of added tokens)
-    kept: list[dict] = []
-    seen: set[tuple] = set()
+    kept: list[tuple[str, tuple]] = []
+    seen: set[tuple[str, tuple]] = set()
     for n, t in enumerate(tokens):
         content = t.get("content") if isinstance(t, dict) else None
         if not isinstance(content, str):
             raise ValueError(f"{where}: added_tokens[{n}].content = {json.dumps(content)[:80]} is not a string")
-        fields = (content, *(bool(t.get(k, False)) for k in ("special", "lstrip", "rstrip", "single_word")),
-                  bool(t.get("normalized", not t.get("special", False))))  # (HF's AddedToken equality: not the id)
-        if not content or fields in seen:
+        entry = (content, _added_flags(t))  # (HF's AddedToken equality: not the id)
+        if not content or entry in seen:
             continue
-        seen.add(fields)
+        seen.add(entry)
         tid = ids.get(content, str_vocab.get(content))
         if tid is None:
             tid = size if top < 0 or (top < size and size) else top + 1
         ids[content] = tid = int(tid)
         top = max(top, tid)
-        kept.append(t)
-    specials = {}
-    for t in kept:
-        if t.get("special", False):
-            specials.setdefault(t["content"], t)
-    rest = [t for t in kept if not t.get("special", False) and t["content"] not in specials]
-    # a match is stripped and checked as a single word by the flags of the last entry of its id, not its own
-    last = {ids[t["content"]]: t for t in kept}
-    strip = ("lstrip", "rstrip", "single_word")
-    return [({**t, **{k: last[ids[t["content"]]].get(k, False) for k in strip}}, ids[t["content"]])
-            for t in [*specials.values(), *rest]]
+        kept.append(entry)
+    specials: dict[str, tuple] = {}
+    for content, flags in kept:
+        if flags[0]:
+            specials.setdefault(content, flags)
+    rest = [(c, f) for c, f in kept if not f[0] and c not in specials]
+    last = {ids[c]: f for c, f in kept}
+    return [(c, ids[c], f[:2] + last[ids[c]][2:]) for c, f in [*specials.items(), *rest]]
 
 
 def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool = False) -> BPESpec:
@@ -321,12 +327,8 @@ def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool =
     str_vocab = model.get("vocab") or {}
     spec = BPESpec(vocab, merges, family, bool(model.get("ignore_merges", False)), nfc=nfc,
                    add_prefix_space=prefix_space, source=where, match_added=True)
-    for t, tid in _hf_added_ids(doc.get("added_tokens") or [], str_vocab, where):
-        content = t["content"]
-        spec.added.append(AddedToken(content.encode(), tid, bool(t.get("special", False)),
-                                     bool(t.get("normalized", not t.get("special", False))),
-                                     bool(t.get("lstrip", False)), bool(t.get("rstrip", False)),
-                                     bool(t.get("single_word", False))))
+    for content, tid, flags in _hf_added_ids(doc.get("added_tokens") or [], str_vocab, where):
+        spec.added.append(AddedToken(content.encode(), tid, *flags))
         if str_vocab.get(content) is None:  # HF decodes an added token by its text through the ByteLevel decoder
             mapped = _unmap(content)
             spec.decode_bytes[tid] = mapped if mapped is not None else content.encode()
@@ -428,10 +430,8 @@ def _template(post: Any, refuse: Any) -> tuple[list[int], list[int]]:
         kind = step.get("type")
         if kind == "ByteLevel":
             continue  # offsets only
-        before: list[int] = []
-        after: list[int] = []
         if kind in ("RobertaProcessing", "BertProcessing"):
-            for key, side in (("cls", before), ("sep", after)):
+            for key, side in (("cls", prefix), ("sep", suffix)):
                 pair = step.get(key)
                 if not (isinstance(pair, list) and len(pair) == 2 and type(pair[1]) is int):
                     refuse(f"post_processor.{key}", pair, "is not a [token, id] pair")
@@ -446,9 +446,8 @@ def _template(post: Any, refuse: Any) -> tuple[list[int], list[int]]:
                 ids = (step.get("special_tokens") or {}).get(sid, {}).get("ids")
                 if ids is None:
                     refuse("post_processor.special_tokens", sid, "is missing from the template's special_tokens")
-                (after if seen else before).extend(int(x) for x in ids)
+                (suffix if seen else prefix).extend(int(x) for x in ids)
         else:
             refuse("post_processor", post, "is not supported (TemplateProcessing, RobertaProcessing, BertProcessing, "
                    "ByteLevel)")
-        prefix, suffix = before, after
-    return prefix, suffix
+    return prefix, suffix  # (from the one step that adds tokens)
