@@ -301,13 +301,17 @@ def test_long_runs_not_quadratic() -> None:
     import time  # noqa: PLC0415
 
     tok = _ranked_cached("cl100k_base")
+    tok.encode(["a" * 1_000_000])  # (the thread's scratch grown once, outside the timing)
     for unit in ("a", "7", "😀", "ab"):
         small, big = unit * 100_000, unit * 1_000_000
-        t0 = time.perf_counter()
-        tok.encode([small])
-        t1 = time.perf_counter()
-        r = tok.encode([big])
-        t2 = time.perf_counter()
+        fast_small = fast_big = float("inf")
+        for _ in range(2):  # the faster of two calls of each size: another test process shares the cores
+            a = time.perf_counter()
+            tok.encode([small])
+            b = time.perf_counter()
+            r = tok.encode([big])
+            fast_small, fast_big = min(fast_small, b - a), min(fast_big, time.perf_counter() - b)
+        t0, t1, t2 = 0.0, fast_small, fast_small + fast_big
         assert (t2 - t1) < 30 * (t1 - t0) + 0.05, unit  # 10x the input: ~10x the time, never ~100x
         if unit == "a":
             assert r.tolist()[0] == O.tiktoken_encoding("cl100k_base").encode_ordinary(big)
