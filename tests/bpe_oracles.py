@@ -101,6 +101,31 @@ def write_tokenizer_json(directory: Path, name: str, *, family_pattern: str, nfc
     return path
 
 
+# a tokenizer.json's ``truncation`` / ``padding`` fields, as HF writes them: each kind, side and edge (a max_length
+# under the template's count, a strategy HF fails on)
+TRUNCATIONS = [None] + [{"direction": d, "max_length": m, "strategy": s, "stride": 0} for d, m, s in (
+    ("Right", 0, "LongestFirst"), ("Right", 1, "OnlyFirst"), ("Right", 2, "LongestFirst"), ("Left", 3, "LongestFirst"),
+    ("Left", 1, "LongestFirst"), ("Right", 40, "OnlySecond"))]
+PADDINGS = [None] + [{"strategy": s, "direction": d, "pad_to_multiple_of": m, "pad_id": 7, "pad_type_id": 0,
+                      "pad_token": "!"} for s, d, m in (("BatchLongest", "Right", None), ({"Fixed": 5}, "Left", None),
+                                                        ("BatchLongest", "Left", 4), ({"Fixed": 5}, "Right", 4))]
+LIMIT_TEXTS = ["a", "a b c", "a b c d e f <s> g", "", "x" * 30, "hello world, this is it"]
+# (truncation, padding) pairs that take each side of each, for the device checks (the CPU test takes them all)
+LIMIT_CASES = [(TRUNCATIONS[4], PADDINGS[3]), (TRUNCATIONS[3], PADDINGS[2]), (TRUNCATIONS[5], PADDINGS[1]),
+               (TRUNCATIONS[1], PADDINGS[4]), (TRUNCATIONS[2], None), (None, PADDINGS[3])]
+
+
+def write_limited_json(directory: Path, truncation: dict | None, padding: dict | None) -> Path:
+    """A Llama-3-style tokenizer.json (gpt2's ranks, a ``<s>`` BOS template) with these ``truncation`` and
+    ``padding`` fields; returns its directory."""
+    path = write_tokenizer_json(directory, "gpt2", family_pattern=LLAMA3_PATTERN, bos="<s>",
+                                added=[{"id": 50256, "content": "<s>"}])
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**doc, "truncation": truncation, "padding": padding}, ensure_ascii=False),
+                    encoding="utf-8")
+    return directory
+
+
 # ids right after the ranks (cl100k: 0 .. 100255), as in Llama-3's own file (HF renumbers added tokens past a gap)
 LLAMA3_ADDED = [{"id": 100256 + i, "content": c} for i, c in enumerate(
     ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"])] + [

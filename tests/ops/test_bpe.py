@@ -248,26 +248,15 @@ def test_post_processors_as_hf(tmp_path: O.Path) -> None:
         BPETokenizer.from_pretrained(tmp_path / "base")
 
 
-TRUNCATIONS = [None] + [{"direction": d, "max_length": m, "strategy": s, "stride": 0} for d, m, s in (
-    ("Right", 0, "LongestFirst"), ("Right", 1, "OnlyFirst"), ("Right", 2, "LongestFirst"), ("Left", 3, "LongestFirst"),
-    ("Left", 1, "LongestFirst"), ("Right", 40, "OnlySecond"))]
-PADDINGS = [None] + [{"strategy": s, "direction": d, "pad_to_multiple_of": m, "pad_id": 7, "pad_type_id": 0,
-                      "pad_token": "!"} for s, d, m in (("BatchLongest", "Right", None), ({"Fixed": 5}, "Left", None),
-                                                        ("BatchLongest", "Left", 4), ({"Fixed": 5}, "Right", 4))]
-
-
 def test_file_truncation_and_padding_as_hf(tmp_path: O.Path) -> None:
     """A tokenizer.json's truncation and padding, as HF's encode_batch applies them (the template's BOS kept, a
     max_length under the template's count cutting nothing when it is added), with and without special tokens, in
     a batch and one text at a time; the LLM models read the file as transformers does (neither applied)."""
-    O.write_tokenizer_json(tmp_path / "base", "gpt2", family_pattern=O.LLAMA3_PATTERN, bos="<s>",
-                           added=[{"id": 50256, "content": "<s>"}])
-    doc = json.loads((tmp_path / "base" / "tokenizer.json").read_text())
-    texts = ["a", "a b c", "a b c d e f <s> g", "", "x" * 30, "hello world, this is it"]
-    for i, (trunc, pad) in enumerate((t, p) for t in TRUNCATIONS for p in PADDINGS):
-        d = tmp_path / f"t{i}"
-        d.mkdir()
-        (d / "tokenizer.json").write_text(json.dumps({**doc, "truncation": trunc, "padding": pad}))
+    texts = O.LIMIT_TEXTS
+    base = O.write_limited_json(tmp_path / "base", None, None)
+    doc = json.loads((base / "tokenizer.json").read_text())
+    for i, (trunc, pad) in enumerate((t, p) for t in O.TRUNCATIONS for p in O.PADDINGS):
+        d = O.write_limited_json(tmp_path / f"t{i}", trunc, pad)
         ours = BPETokenizer.from_pretrained(d)
         hf = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
         for specials in (True, False):
@@ -277,24 +266,23 @@ def test_file_truncation_and_padding_as_hf(tmp_path: O.Path) -> None:
                 [hf.encode(t, add_special_tokens=specials).ids for t in texts], (trunc, pad, specials)
         if trunc is not None and pad is None:  # transformers turns the file's limits off for a plain call
             assert BPETokenizer(llm.load_spec(d)).encode(texts).tolist() == \
-                BPETokenizer.from_pretrained(tmp_path / "base").encode(texts).tolist()
+                BPETokenizer.from_pretrained(base).encode(texts).tolist()
     # what HF fails on: a text truncated under OnlySecond (an error), a stride not under the cut length (a panic)
-    for i, (trunc, why) in enumerate(((dict(TRUNCATIONS[-1], max_length=3), "OnlySecond"),
+    for i, (trunc, why) in enumerate(((dict(O.TRUNCATIONS[-1], max_length=3), "OnlySecond"),
                                       ({"direction": "Right", "max_length": 3, "strategy": "LongestFirst", "stride": 2},
                                        "stride 2 is not under the length 2"))):
-        d = tmp_path / f"bad{i}"
-        d.mkdir()
-        (d / "tokenizer.json").write_text(json.dumps({**doc, "truncation": trunc}))
+        d = O.write_limited_json(tmp_path / f"bad{i}", trunc, None)
         ours = BPETokenizer.from_pretrained(d)
-        assert ours.encode(["a b", "a"]).tolist() == [[50256, 64, 275], [50256, 64]]  # (nothing to cut)
+        hf = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+        assert ours.encode(["a b", "a"]).tolist() == [e.ids for e in hf.encode_batch(["a b", "a"])]  # (nothing cut)
         with pytest.raises(InputError, match=f"row 1: its ids are over max_length 3, and .*{why}"):
             ours.encode(["a", "a b c d"])
     for field, value, why in (("truncation", {"max_length": -1}, "max_length = -1 is not an integer >= 0"),
                               ("truncation", {"max_length": 4, "direction": "Up"}, "direction = .* is not Left or Right"),
                               ("padding", {"strategy": "Longest"}, "strategy = .* is not")):
-        (tmp_path / "base" / "tokenizer.json").write_text(json.dumps({**doc, field: value}))
+        (base / "tokenizer.json").write_text(json.dumps({**doc, field: value}))
         with pytest.raises(ValueError, match=f"{field}.{why}"):
-            BPETokenizer.from_pretrained(tmp_path / "base")
+            BPETokenizer.from_pretrained(base)
 
 
 def test_long_runs_not_quadratic() -> None:
@@ -504,6 +492,37 @@ def test_merge_cache_exact_when_full_and_across_calls(monkeypatch: pytest.Monkey
         used = tok._merge_cache()[0][:, 0]  # entries per share
         assert used.max() * 2 <= shape[0]  # never over half the slots
     assert used[0] > 0 and used[1] > 0  # the full-size cache: both shares kept pieces
+
+
+def test_merge_cache_of_a_gone_tokenizer_is_taken_over_emptied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tokenizer made on a thread after another was dropped there takes over its merge cache (no fresh pages),
+    emptied: another vocabulary then encodes exactly (cl100k's entries left in it would give cl100k's ids); one
+    made while the other is alive gets its own. A new tokenizer has its default options' one-text call ready: its
+    first one-text encode makes no plan."""
+    import triton_textops.ops.bpe.tokenizer as T  # noqa: PLC0415
+
+    monkeypatch.setattr(T._POOL, "spare_caches", [])  # (none left by the tests before)
+    texts = AUSTEN[:200] + O.BPE_ADVERSARIAL + [t for t in TEXTS if any(ord(c) > 0x7F for c in t)][:100]
+    a = BPETokenizer.from_tiktoken(O.DATA / O.RANK_FILES["cl100k_base"], encoding="cl100k_base")
+    a.encode(texts)
+    meta = a._merge_cache()[0]
+    assert meta[:, 0].min() > 0  # every kernel share kept pieces
+    b = BPETokenizer.from_tiktoken(O.DATA / O.RANK_FILES["o200k_base"], encoding="o200k_base")
+    assert b._merge_cache()[0] is not meta
+    del a  # (no reference cycle keeps it: gone now, not at the collector's next pass)
+    c = BPETokenizer.from_gpt2_files(O.DATA / "encoder.json", O.DATA / "vocab.bpe")
+    with monkeypatch.context() as m:
+        m.setattr(BPETokenizer, "_one_plan", lambda *a, **k: pytest.fail("a plan made at the first call"))
+        assert c._merge_cache()[0] is meta and meta[:, 0].max() == 0
+        assert c.encode([texts[3]]).tolist() == [O.tiktoken_encoding("gpt2").encode_ordinary(texts[3])]
+    for tok, name in ((c, "gpt2"), (b, "o200k_base")):
+        expected = O.tiktoken_encoding(name).encode_ordinary_batch(texts)
+        assert not _diff(tok.encode(texts).tolist(), expected, texts), name
+    spares = T._POOL.spare_caches
+    assert not spares
+    more = [BPETokenizer.from_gpt2_files(O.DATA / "encoder.json", O.DATA / "vocab.bpe") for _ in range(3)]
+    del b, c, more
+    assert len(spares) == T.CACHES_FREE  # (the rest freed)
 
 
 def test_one_text_path(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ import copy
 import os
 import threading
 import unicodedata
+import weakref
 from collections.abc import Collection
 from dataclasses import dataclass
 from types import ModuleType
@@ -167,6 +168,10 @@ class BPETokenizer:
                                    1 + len(spec.prefix) + len(spec.suffix), len(spec.prefix), len(spec.suffix)]
                                   + spec.prefix + spec.suffix, dtype=np.int64)
         self._place()
+        if self.target == "cpu":  # the default options' tables, and the loading thread's merge cache and one-text
+            # plan, made now rather than in the first call (a new cl100k / gpt2 tokenizer's first encode took
+            # 0.3-0.8 ms more than its next ones, here)
+            self._one_plan(_NO_TEXT, 0, 0, True, None, ())
 
     def _place(self) -> None:
         t, xp = self.target, self.xp
@@ -178,10 +183,13 @@ class BPETokenizer:
         self._adds: dict[Any, tuple] = {}
         self._options: dict[Any, tuple] = {}
         self._tls = threading.local()
-        self._cpu: BPETokenizer | None = self if t == "cpu" else None
+        self._cpu: BPETokenizer | None = None  # (not itself on the CPU: a cycle would keep a dropped tokenizer,
+        # and its merge cache, until the garbage collector's next pass)
 
     def on_cpu(self) -> BPETokenizer:
         """This tokenizer on the CPU (itself, or a twin sharing the tables, made once)."""
+        if self.target == "cpu":
+            return self
         if self._cpu is None:
             twin = copy.copy(self)
             twin.device, twin.target, twin.xp = "cpu", "cpu", np
@@ -248,8 +256,8 @@ class BPETokenizer:
             first[c[0] + 1:257] += 1
             first[258 if f & F_NORMALIZED else 257] += 1
             two[(c[0] << 8) | c[1] if len(c) > 1 else slice(c[0] << 8, (c[0] + 1) << 8)] = True
-        first[TWO_BITS:] = np.packbits(two.reshape(1024, 64)[:, ::-1], axis=1).view(">u8").reshape(-1) \
-            .astype(np.uint64).view(np.int64)  # (word w, bit i: the pair w * 64 + i)
+        first[TWO_BITS:] = np.packbits(two, bitorder="little").view("<i8")  # (word w, bit i: the pair w * 64 + i;
+        # packing a reversed view by rows took ~160 us, most of a new tokenizer's first call)
         got = tuple(K.to_device(a, self.target, self.xp) for a in (
             pool, off, np.array([i for _, i, _ in items] or [0], dtype=np.int64),
             np.array([f for _, _, f in items] or [0], dtype=np.int64), first))
@@ -293,18 +301,13 @@ class BPETokenizer:
     def _merge_cache(self) -> tuple:
         """The merge cache of the encode kernel (:data:`~triton_textops.ops.bpe.merge.CACHE_SHAPE`): on the CPU
         the calling thread's, a row per kernel share, kept across calls (a piece's ids depend on the vocabulary
-        alone); on the GPU none (0 rows: one thread per text has little to reuse)."""
+        alone; :func:`_thread_cache`); on the GPU none (0 rows: one thread per text has little to reuse)."""
         got = getattr(self._tls, "cache", None)
         shares = K.get_num_threads() if self.target == "cpu" else 0
         if got is None or got[0].shape[0] < shares:
-            slots, ents, nbytes, nids = CACHE_SHAPE
-            # only the head and the slots need values: an entry or id is read only through a slot that points to it,
-            # so the rest (most of the ~2.6 MB a thread) stays untouched until used (no page faults on a new instance)
-            meta = np.empty((shares, CACHE_HEAD + slots + ents + nids), dtype=np.int64)
-            meta[:, :CACHE_HEAD] = [0, 0, 0, slots, ents]
-            meta[:, CACHE_HEAD:CACHE_HEAD + slots] = -1
-            got = (meta if shares else allocate(self.xp, (0, 1), np.int64, "the merge cache"),  # (the GPU: none)
-                   allocate(self.xp, (shares, nbytes), np.uint8, "the merge cache"))
+            got = _thread_cache(self, shares) if shares else \
+                (allocate(self.xp, (0, 1), np.int64, "the merge cache"),
+                 allocate(self.xp, (0, CACHE_SHAPE[2]), np.uint8, "the merge cache"))
             self._tls.cache = got
             self._tls.plans = {}  # (the one-text plans hold the arrays replaced)
         return got
@@ -403,10 +406,11 @@ class BPETokenizer:
         off = plan.offsets
         off[0] = lo
         off[1] = hi
-        plan.args[_ONE_DATA] = data
-        K.launch_entry(plan.entry, plan.args)
-        plan.args[_ONE_DATA] = _NO_TEXT  # (the plan outlives the call: it keeps no caller's buffer alive)
-        n = int(plan.counts[0])
+        args = plan.args
+        args[_ONE_DATA] = data
+        K.launch_entry(plan.entry, args)
+        args[_ONE_DATA] = _NO_TEXT  # (the plan outlives the call: it keeps no caller's buffer alive)
+        n = plan.counts.item()
         if n < 0:
             _raise_bad(plan.counts)
         base = self.mult * lo  # the text's scratch region (encode.bpe_text)
@@ -535,6 +539,39 @@ class BPETokenizer:
         """The bytes token ``i`` decodes to."""
         pool, off, _ = self._dec_host
         return pool[off[i]:off[i + 1]].tobytes()
+
+
+CACHES_FREE = 2  # merge caches (~2.6 MB a kernel share) a thread keeps for tokenizers to come once theirs are gone
+
+
+def _thread_cache(owner: BPETokenizer, shares: int) -> tuple[np.ndarray, np.ndarray]:
+    """A merge cache of ``shares`` rows for ``owner`` on the calling thread, emptied: the last one that a gone
+    tokenizer left on this thread, else a new one. So a tokenizer made to replace another (a reload, a cold
+    instance) writes no fresh pages: a new cache (its 256 KB of slots a share set) took 0.1-0.5 ms here, emptying
+    a kept one ~15-100 us. When ``owner`` goes, its cache is kept for the next (:data:`CACHES_FREE` at most a
+    thread, the rest freed). A gone tokenizer's entries are never read: the head and the slots are reset."""
+    spares = _POOL.__dict__.setdefault("spare_caches", [])
+    slots, ents, nbytes, nids = CACHE_SHAPE
+    width = CACHE_HEAD + slots + ents + nids
+    got = None
+    for i in range(len(spares) - 1, -1, -1):
+        meta, pool = spares[i]
+        if meta.shape[0] >= shares and meta.shape[1] == width and pool.shape[1] == nbytes:
+            got = spares.pop(i)
+            break
+    if got is None:  # (np.empty: only the head and the slots need values; an entry or id is read only through a
+        # slot that points to it, so the rest stays untouched until used)
+        got = (np.empty((shares, width), dtype=np.int64), allocate(np, (shares, nbytes), np.uint8, "the merge cache"))
+    got[0][:, :CACHE_HEAD] = [0, 0, 0, slots, ents]
+    got[0][:, CACHE_HEAD:CACHE_HEAD + slots] = -1
+    weakref.finalize(owner, _spare_cache, spares, got).atexit = False
+    return got
+
+
+def _spare_cache(spares: list, cache: tuple) -> None:
+    """Keep a gone tokenizer's merge cache for its thread's next one (:func:`_thread_cache`), if there is room."""
+    if len(spares) < CACHES_FREE:
+        spares.append(cache)
 
 
 def _nfc_pattern(content: bytes) -> bytes:
