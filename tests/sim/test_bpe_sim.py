@@ -15,10 +15,6 @@ import bpe_oracles as O  # noqa: E402
 from triton_textops.ops import kernels as K  # noqa: E402
 from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: E402
 
-# the simulator runs device code as Python on NumPy scalars: the BPE hashes' uint64 products wrap as on the GPU,
-# with a warning
-pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar:RuntimeWarning")
-
 TEXTS = O.BPE_ADVERSARIAL[:12] + O.random_texts(3, 12) + ["a" * 120 + "é" * 30,  # > SHORT: the heap path
                                                            "\u0301!=\ufe0f'='<!\u0308\u0308/!>*=.*=-=#,*\u0301\U0001F600.,,"
                                                            "\u0301']--\ufe0f?*->="]  # (mixed ranks)
@@ -70,3 +66,20 @@ def test_added_token_flags_gpu_equals_cpu(tmp_path: Path) -> None:
     assert np.array_equal(a.ids, b.ids) and np.array_equal(a.offsets, b.offsets)
     got = a.tolist()  # (the overlap and the normalized pattern happen)
     assert got[0][-1] == cpu.added[" hello"].id and cpu.added["e\u0301"].id in got[2]
+
+
+def test_file_limits_on_the_gpu_as_hf(tmp_path: Path) -> None:
+    """A tokenizer.json's truncation and padding applied to the GPU kernels' ids (limits.py on device arrays):
+    HF's encode_batch ids, with and without the template's BOS, and the CPU's."""
+    tokenizers = pytest.importorskip("tokenizers")
+    for i, (trunc, pad) in enumerate(O.LIMIT_CASES):
+        d = O.write_limited_json(tmp_path / f"t{i}", trunc, pad)
+        gpu = BPETokenizer.from_pretrained(d, device="cuda")
+        hf = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+        for specials in (True, False):
+            K.COUNTS.clear()
+            got = gpu.encode(O.LIMIT_TEXTS, add_special_tokens=specials)
+            assert K.COUNTS["launch_cuda"] >= 1 and not K.COUNTS["launch_cpu"]  # (the GPU kernels ran)
+            assert got.tolist() == [e.ids for e in hf.encode_batch(O.LIMIT_TEXTS, add_special_tokens=specials)], \
+                (trunc, pad, specials)
+            assert got.tolist() == gpu.on_cpu().encode(O.LIMIT_TEXTS, add_special_tokens=specials).tolist()

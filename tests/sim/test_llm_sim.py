@@ -16,10 +16,6 @@ from triton_textops.ops import kernels as K  # noqa: E402
 from triton_textops.ops.llm import LLMTokenizer, PreRequest, Words, check_sequences  # noqa: E402
 from triton_textops.ops.text import pack_host  # noqa: E402
 
-# the simulator runs device code as Python on NumPy scalars: the BPE hashes' uint64 products wrap as on the GPU,
-# with a warning
-pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar:RuntimeWarning")
-
 
 @pytest.fixture(scope="module")
 def pair() -> tuple[LLMTokenizer, LLMTokenizer]:

@@ -50,7 +50,7 @@ def apply_limits(ids: Any, offsets: Any, target: str, xp: Any, npre: int, nsuf: 
                 cnt = cnt - drop
                 offsets = _offsets(cnt, xp)
     if pad is not None:
-        length = pad.length if pad.length is not None else int(K.to_host(cnt.max(), target))
+        length = pad.length if pad.length is not None else int(K.to_host(cnt.max(keepdims=True), target)[0])
         if pad.multiple and length % pad.multiple:
             length += pad.multiple - length % pad.multiple
         new = xp.maximum(cnt, length)
