@@ -541,7 +541,7 @@ class BPETokenizer:
         return pool[off[i]:off[i + 1]].tobytes()
 
 
-CACHES_FREE = 2  # merge caches (~2.6 MB a kernel share) a thread keeps for tokenizers to come once theirs are gone
+CACHES_FREE = 2  # merge caches (~3.1 MB a kernel share) a thread keeps for tokenizers to come once theirs are gone
 
 
 def _thread_cache(owner: BPETokenizer, shares: int) -> tuple[np.ndarray, np.ndarray]:
