@@ -246,6 +246,13 @@ def test_post_processors_as_hf(tmp_path: O.Path) -> None:
         {**doc, "post_processor": {"type": "Sequence", "processors": [template, roberta]}}))
     with pytest.raises(ValueError, match="post_processor.processors = .* more than one processor that adds"):
         BPETokenizer.from_pretrained(tmp_path / "base")
+    # an id the kernels' int32 ids cannot hold (HF's are u32) is a load error naming the field, not a wrapped id
+    big = {**template, "special_tokens": {"<s>": {"id": "<s>", "ids": [1 << 31], "tokens": ["<s>"]}}}
+    for post, field in ((big, r"post_processor.special_tokens.<s>.ids = 2147483648"),
+                        ({**roberta, "cls": ["<s>", -1]}, r"post_processor.cls\[1\] = -1")):
+        (tmp_path / "base" / "tokenizer.json").write_text(json.dumps({**doc, "post_processor": post}))
+        with pytest.raises(ValueError, match=f"{field} is not a token id"):
+            BPETokenizer.from_pretrained(tmp_path / "base")
 
 
 def test_file_truncation_and_padding_as_hf(tmp_path: O.Path) -> None:

@@ -380,6 +380,13 @@ def _count(value: Any, field_name: str, refuse: Any, least: int = 0) -> int:
     return value
 
 
+def _token_id(value: Any, field_name: str, refuse: Any) -> int:
+    """A post-processor's id: the kernels write ids as int32 (HF reads them as u32)."""
+    if type(value) is not int or not 0 <= value < 1 << 31:
+        refuse(field_name, value, "is not a token id (an integer 0 .. 2**31 - 1)")
+    return value
+
+
 def _direction(value: Any, field_name: str, refuse: Any) -> bool:
     """True for Left."""
     if value not in ("Left", "Right"):
@@ -433,9 +440,9 @@ def _template(post: Any, refuse: Any) -> tuple[list[int], list[int]]:
         if kind in ("RobertaProcessing", "BertProcessing"):
             for key, side in (("cls", prefix), ("sep", suffix)):
                 pair = step.get(key)
-                if not (isinstance(pair, list) and len(pair) == 2 and type(pair[1]) is int):
+                if not (isinstance(pair, list) and len(pair) == 2):
                     refuse(f"post_processor.{key}", pair, "is not a [token, id] pair")
-                side.append(pair[1])
+                side.append(_token_id(pair[1], f"post_processor.{key}[1]", refuse))
         elif kind == "TemplateProcessing":
             seen = False
             for item in step.get("single") or []:
@@ -444,9 +451,10 @@ def _template(post: Any, refuse: Any) -> tuple[list[int], list[int]]:
                     continue
                 sid = item.get("SpecialToken", {}).get("id")
                 ids = (step.get("special_tokens") or {}).get(sid, {}).get("ids")
-                if ids is None:
+                if not isinstance(ids, list):
                     refuse("post_processor.special_tokens", sid, "is missing from the template's special_tokens")
-                (suffix if seen else prefix).extend(int(x) for x in ids)
+                (suffix if seen else prefix).extend(_token_id(x, f"post_processor.special_tokens.{sid}.ids", refuse)
+                                                    for x in ids)
         else:
             refuse("post_processor", post, "is not supported (TemplateProcessing, RobertaProcessing, BertProcessing, "
                    "ByteLevel)")
