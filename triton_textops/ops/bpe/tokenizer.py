@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import os
 import threading
-import unicodedata
 import weakref
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -576,9 +575,9 @@ def _spare_cache(spares: list, cache: tuple) -> None:
 
 def _nfc_pattern(content: bytes) -> bytes:
     """What a normalized added token matches under NFC: its content normalized, as HF builds its pattern (by this
-    package's NFC kernel, compiled only when a content is not NFC already)."""
-    text = content.decode("utf-8")
-    if unicodedata.is_normalized("NFC", text):
+    package's NFC kernel and tables, not Python's ``unicodedata``, whose Unicode version differs; compiled only
+    for a content that is not ASCII, which NFC leaves as it is)."""
+    if content.isascii():
         return content
     got = nfc_normalize([content])[0]
     return content if got is None else got
