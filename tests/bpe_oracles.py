@@ -6,7 +6,9 @@ from __future__ import annotations
 import functools
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from triton_textops.ops.bpe import formats as F
 
@@ -113,6 +115,22 @@ LIMIT_TEXTS = ["a", "a b c", "a b c d e f <s> g", "", "x" * 30, "hello world, th
 # (truncation, padding) pairs that take each side of each, for the device checks (the CPU test takes them all)
 LIMIT_CASES = [(TRUNCATIONS[4], PADDINGS[3]), (TRUNCATIONS[3], PADDINGS[2]), (TRUNCATIONS[5], PADDINGS[1]),
                (TRUNCATIONS[1], PADDINGS[4]), (TRUNCATIONS[2], None), (None, PADDINGS[3])]
+
+
+def limit_cases(root: Path, device: str) -> Iterator[tuple[Any, bool, list[list[int]], tuple]]:
+    """For each of :data:`LIMIT_CASES` and add_special_tokens True / False: (our tokenizer of that file on
+    ``device``, add_special_tokens, HF's ``encode_batch`` ids of :data:`LIMIT_TEXTS`, the case)."""
+    import tokenizers  # noqa: PLC0415
+
+    from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: PLC0415
+
+    for i, (trunc, pad) in enumerate(LIMIT_CASES):
+        d = write_limited_json(root / f"t{i}", trunc, pad)
+        ours = BPETokenizer.from_pretrained(d, device=device)
+        hf = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+        for specials in (True, False):
+            yield ours, specials, [e.ids for e in hf.encode_batch(LIMIT_TEXTS, add_special_tokens=specials)], \
+                (trunc, pad)
 
 
 def write_limited_json(directory: Path, truncation: dict | None, padding: dict | None) -> Path:

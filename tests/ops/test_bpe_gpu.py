@@ -35,13 +35,8 @@ def test_bpe_gpu_equals_cpu(name: str) -> None:
 def test_file_limits_on_the_gpu_as_hf(tmp_path: O.Path) -> None:
     """A tokenizer.json's truncation and padding on CuPy arrays (limits.py): HF's encode_batch ids."""
     cupy = pytest.importorskip("cupy")
-    tokenizers = pytest.importorskip("tokenizers")
-    for i, (trunc, pad) in enumerate(O.LIMIT_CASES):
-        d = O.write_limited_json(tmp_path / f"t{i}", trunc, pad)
-        gpu = BPETokenizer.from_pretrained(d, device="cuda")
-        hf = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
-        for specials in (True, False):
-            got = gpu.encode(O.LIMIT_TEXTS, add_special_tokens=specials, gpu_min_batch=0)
-            assert isinstance(got.ids, cupy.ndarray) and isinstance(got.offsets, cupy.ndarray)
-            assert got.tolist() == [e.ids for e in hf.encode_batch(O.LIMIT_TEXTS, add_special_tokens=specials)], \
-                (trunc, pad, specials)
+    pytest.importorskip("tokenizers")
+    for gpu, specials, expected, case in O.limit_cases(tmp_path, "cuda"):
+        got = gpu.encode(O.LIMIT_TEXTS, add_special_tokens=specials, gpu_min_batch=0)
+        assert isinstance(got.ids, cupy.ndarray) and isinstance(got.offsets, cupy.ndarray)
+        assert got.tolist() == expected, (case, specials)

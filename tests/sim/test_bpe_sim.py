@@ -71,15 +71,10 @@ def test_added_token_flags_gpu_equals_cpu(tmp_path: Path) -> None:
 def test_file_limits_on_the_gpu_as_hf(tmp_path: Path) -> None:
     """A tokenizer.json's truncation and padding applied to the GPU kernels' ids (limits.py on device arrays):
     HF's encode_batch ids, with and without the template's BOS, and the CPU's."""
-    tokenizers = pytest.importorskip("tokenizers")
-    for i, (trunc, pad) in enumerate(O.LIMIT_CASES):
-        d = O.write_limited_json(tmp_path / f"t{i}", trunc, pad)
-        gpu = BPETokenizer.from_pretrained(d, device="cuda")
-        hf = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
-        for specials in (True, False):
-            K.COUNTS.clear()
-            got = gpu.encode(O.LIMIT_TEXTS, add_special_tokens=specials)
-            assert K.COUNTS["launch_cuda"] >= 1 and not K.COUNTS["launch_cpu"]  # (the GPU kernels ran)
-            assert got.tolist() == [e.ids for e in hf.encode_batch(O.LIMIT_TEXTS, add_special_tokens=specials)], \
-                (trunc, pad, specials)
-            assert got.tolist() == gpu.on_cpu().encode(O.LIMIT_TEXTS, add_special_tokens=specials).tolist()
+    pytest.importorskip("tokenizers")
+    for gpu, specials, expected, case in O.limit_cases(tmp_path, "cuda"):
+        K.COUNTS.clear()
+        got = gpu.encode(O.LIMIT_TEXTS, add_special_tokens=specials)
+        assert K.COUNTS["launch_cuda"] >= 1 and not K.COUNTS["launch_cpu"]  # (the GPU kernels ran)
+        assert got.tolist() == expected, (case, specials)
+        assert got.tolist() == gpu.on_cpu().encode(O.LIMIT_TEXTS, add_special_tokens=specials).tolist()
