@@ -33,10 +33,13 @@ def test_bpe_gpu_equals_cpu(name: str) -> None:
 
 
 def test_file_limits_on_the_gpu_as_hf(tmp_path: O.Path) -> None:
-    """A tokenizer.json's truncation and padding on CuPy arrays (limits.py): HF's encode_batch ids."""
+    """A tokenizer.json's truncation and padding on CuPy arrays (the compaction kernel): HF's encode_batch ids, in
+    two launches and one device-to-host copy."""
     cupy = pytest.importorskip("cupy")
     pytest.importorskip("tokenizers")
     for gpu, specials, expected, case in O.limit_cases(tmp_path, "cuda"):
+        K.COUNTS.clear()
         got = gpu.encode(O.LIMIT_TEXTS, add_special_tokens=specials, gpu_min_batch=0)
+        assert (K.COUNTS["launch_cuda"], K.COUNTS["d2h"]) == (2, 1), (case, K.COUNTS)
         assert isinstance(got.ids, cupy.ndarray) and isinstance(got.offsets, cupy.ndarray)
         assert got.tolist() == expected, (case, specials)

@@ -25,7 +25,7 @@ assert triton_textops.__file__.startswith(sys.argv[1]), triton_textops.__file__
 from triton_textops.ops.bpe.encode import COMPACT
 k = COMPACT[0]
 z = np.zeros(2, np.int64)
-k(0, 1, 0, z, z, np.zeros(2, np.int32), z, z)
+k(0, 1, 0, z, z, np.zeros(2, np.int32), z, z, z, z, z)
 print(sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values()), k._cache._cache_path)
 """
 

@@ -8,7 +8,8 @@ rest with the family's scanner (:mod:`~triton_textops.ops.bpe.pretok`) and merge
 the launch (no count pass); every write is bounds-checked against that region.
 
 Kernels: :func:`encode_kernels` (a format's encode kernel: ids into scratch + a count or status per text, and, given rows, straight into fixed-length
-padded rows + mask: one launch), :data:`COMPACT` (scratch -> the flat ragged ids).
+padded rows + mask: one launch), :data:`COMPACT` (scratch -> the flat ragged ids, a file's truncation and padding
+applied).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ except ImportError:  # pragma: no cover - numba without its CUDA target: GPU ent
 import numpy as np
 
 from triton_textops.ops import kernels as K
+from triton_textops.ops.bpe.limits import L_LEFT_PAD, L_LEFT_TRUNC, L_PAD_ID
 from triton_textops.ops.bpe.merge import encode_piece
 from triton_textops.ops.bpe.nfc import nfc_quick, nfc_write
 from triton_textops.ops.bpe.pretok import CL_S, CL_W, SCANNERS, cls_at, pretoken_end
@@ -275,22 +277,42 @@ def bpe_text(t, row, wb, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
 
 
 @K.device
-def compact_text(t, offsets, cfg, ids, out_off, out):
-    """Copy text ``t``'s ids from its scratch region of ``ids`` to ``out[out_off[t]:out_off[t+1]]``."""
+def compact_text(t, offsets, cfg, ids, cnt, drop, lim, out_off, out):
+    """Copy text ``t``'s ``cnt[t]`` ids from its scratch region of ``ids`` to ``out[out_off[t]:out_off[t+1]]``, a
+    file's limits applied (:mod:`~triton_textops.ops.bpe.limits`, planned on the host): ``drop[t]`` ids cut (none
+    when ``drop`` is empty) on the left (after the template's prefix ids) or the right (before its suffix ids), by
+    ``lim``; the rest of the output row padded with the pad id on the left or the right. A plan that does not fit
+    the text (not made by plan_limits) writes nothing."""
     base = cfg[C_MULT] * offsets[t] + cfg[C_EXTRA] * t
+    c = cnt[t]
+    d = drop[t] if drop.shape[0] > t else 0
     a = out_off[t]
-    for k in range(out_off[t + 1] - a):
-        out[a + k] = ids[base + k]
+    w = out_off[t + 1] - a
+    keep = c - d
+    if c < 0 or d < 0 or d > c - cfg[C_NPRE] - cfg[C_NSUF] or w < keep or a < 0 or a + w > out.shape[0] \
+            or base + c > ids.shape[0]:
+        return
+    at = a + (w - keep if lim[L_LEFT_PAD] else 0)  # where the text's ids start in its output row
+    cut = cfg[C_NPRE] if lim[L_LEFT_TRUNC] else keep - cfg[C_NSUF]  # the kept ids before the cut ones
+    for k in range(cut):
+        out[at + k] = ids[base + k]
+    for k in range(cut, keep):
+        out[at + k] = ids[base + k + d]
+    pad = lim[L_PAD_ID]
+    for k in range(a, at):
+        out[k] = pad
+    for k in range(at + keep, a + w):
+        out[k] = pad
 
 
-def _compact_cpu(share, shares, n, offsets, cfg, ids, out_off, out):
+def _compact_cpu(share, shares, n, offsets, cfg, ids, cnt, drop, lim, out_off, out):
     for t in range(share, n, shares):
-        compact_text(t, offsets, cfg, ids, out_off, out)
+        compact_text(t, offsets, cfg, ids, cnt, drop, lim, out_off, out)
 
 
-def _compact_gpu(n, offsets, cfg, ids, out_off, out):
+def _compact_gpu(n, offsets, cfg, ids, cnt, drop, lim, out_off, out):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        compact_text(t, offsets, cfg, ids, out_off, out)
+        compact_text(t, offsets, cfg, ids, cnt, drop, lim, out_off, out)
 
 
 COMPACT = (K.cpu(_compact_cpu), K.gpu(_compact_gpu))

@@ -1,6 +1,8 @@
-"""A tokenizer.json's ``truncation`` and ``padding``, applied to encode's ragged ids as HF's ``Tokenizer.encode_batch``
-applies them (``tokenizers``' ``post_process`` and ``pad_encodings``): array glue on the tokenizer's device, run
-only for a file that sets them.
+"""A tokenizer.json's ``truncation`` and ``padding``, planned on the host from each text's id count as HF's
+``Tokenizer.encode_batch`` applies them (``tokenizers``' ``post_process`` and ``pad_encodings``); the ids are then
+cut and padded on the device by the compaction kernel (:data:`~triton_textops.ops.bpe.encode.COMPACT`), which
+copies each text's ids out of the scratch anyway. The counts are on the host already (encode copies them to size
+its output), so a file's limits cost no device-to-host copy and no launch more.
 
 Truncation cuts each text's ids (the model's, before the template's special tokens) to ``max_length``, less the
 template's tokens when they are added; from the right or the left. HF subtracts without a check: a ``max_length``
@@ -13,29 +15,34 @@ naming the rows.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe.formats import Padding, Truncation
 
+# the compaction kernel's limits array (int64): truncate on the left, pad on the left, the pad id
+L_LEFT_TRUNC, L_LEFT_PAD, L_PAD_ID = range(3)
 
-def apply_limits(ids: Any, offsets: Any, target: str, xp: Any, npre: int, nsuf: int, trunc: Truncation | None,
-                 pad: Padding | None) -> tuple[Any, Any]:
-    """(ids, offsets) of a ragged encode result after ``trunc`` and ``pad``; ``npre`` / ``nsuf``: the template's
-    special ids at each text's start / end (0 when they were not added)."""
-    n = offsets.shape[0] - 1
-    if n == 0:
-        return ids, offsets
-    cnt = offsets[1:] - offsets[:-1]
-    if trunc is not None:
+
+def limits_array(trunc: Truncation | None, pad: Padding | None) -> np.ndarray:
+    """The compaction kernel's limits array of a file's truncation and padding (zeros without them)."""
+    return np.array([int(trunc is not None and trunc.left), int(pad is not None and pad.left),
+                     pad.pad_id if pad is not None else 0], dtype=np.int64)
+
+
+def plan_limits(counts: np.ndarray, npre: int, nsuf: int, trunc: Truncation | None, pad: Padding | None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(each text's id count after ``trunc`` and ``pad``, the ids truncation drops from each) of the texts' id
+    ``counts`` (host int64, the template's ids included); ``npre`` / ``nsuf``: the template's special ids at each
+    text's start / end (0 when they were not added). The drops are empty when nothing is cut."""
+    cnt = counts
+    drop = np.zeros(0, dtype=np.int64)
+    if trunc is not None and cnt.shape[0]:
         added = npre + nsuf
         limit = trunc.max_length - added
         if limit >= 0:  # (else HF's unsigned subtraction wraps: nothing is cut)
-            drop = xp.maximum(cnt - added - limit, 0)
-            cut = np.flatnonzero(K.to_host(drop, target) > 0)
+            over = np.maximum(cnt - added - limit, 0)
+            cut = np.flatnonzero(over)
             if cut.size and (trunc.only_second or 0 < limit <= trunc.stride):
                 why = "truncation strategy OnlySecond truncates only a second sequence (HF: 'Second sequence not " \
                       "provided')" if trunc.only_second else f"truncation stride {trunc.stride} is not under the " \
@@ -43,33 +50,11 @@ def apply_limits(ids: Any, offsets: Any, target: str, xp: Any, npre: int, nsuf: 
                 raise InputError(f"row {int(cut[0])}: its ids are over max_length {trunc.max_length}, and {why}",
                                  rows=cut.astype(np.int64))
             if cut.size:
-                row, pos = _rows_of(offsets, ids.shape[0], xp)
-                c, d = cnt[row], drop[row]
-                gone = (pos >= npre) & (pos < npre + d) if trunc.left else (pos >= c - nsuf - d) & (pos < c - nsuf)
-                ids = ids[~gone]
-                cnt = cnt - drop
-                offsets = _offsets(cnt, xp)
-    if pad is not None:
-        length = pad.length if pad.length is not None else int(K.to_host(cnt.max(keepdims=True), target)[0])
+                drop = over
+                cnt = cnt - over
+    if pad is not None and cnt.shape[0]:
+        length = pad.length if pad.length is not None else int(cnt.max())
         if pad.multiple and length % pad.multiple:
             length += pad.multiple - length % pad.multiple
-        new = xp.maximum(cnt, length)
-        new_off = _offsets(new, xp)
-        out = xp.full(int(K.to_host(new_off[-1:], target)[0]), pad.pad_id, dtype=np.int64)
-        row, pos = _rows_of(offsets, ids.shape[0], xp)
-        out[new_off[:-1][row] + pos + ((new - cnt)[row] if pad.left else 0)] = ids
-        ids, offsets = out, new_off
-    return ids, offsets
-
-
-def _rows_of(offsets: Any, total: int, xp: Any) -> tuple[Any, Any]:
-    """Each id's row and its position in that row."""
-    at = xp.arange(total, dtype=np.int64)
-    row = xp.searchsorted(offsets[1:], at, side="right")
-    return row, at - offsets[:-1][row]
-
-
-def _offsets(counts: Any, xp: Any) -> Any:
-    off = xp.zeros(counts.shape[0] + 1, dtype=np.int64)
-    xp.cumsum(counts, out=off[1:])
-    return off
+        cnt = np.maximum(cnt, length)
+    return cnt, drop

@@ -39,7 +39,7 @@ from triton_textops.ops.bpe.encode import (
     TWO_BITS,
     encode_kernels,
 )
-from triton_textops.ops.bpe.limits import apply_limits
+from triton_textops.ops.bpe.limits import limits_array, plan_limits
 from triton_textops.ops.bpe.merge import CACHE_HEAD, CACHE_SHAPE, N_WORK_ROWS, Vocab
 from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_normalize, nfc_tables
 from triton_textops.ops.bpe.pretok import class_tables
@@ -163,6 +163,7 @@ class BPETokenizer:
         self.mult += (NFC_EXPAND if spec.nfc else 1) + 1 if spec.add_prefix_space else 0
         self._encode = encode_kernels(spec.family, spec.nfc, spec.merges is None)
         self._limits = (spec.truncation, spec.padding) if spec.truncation or spec.padding else None
+        self._lim_host = limits_array(spec.truncation, spec.padding)
         self._cfg_host = np.array([int(spec.add_prefix_space), self.mult,
                                    1 + len(spec.prefix) + len(spec.suffix), len(spec.prefix), len(spec.suffix)]
                                   + spec.prefix + spec.suffix, dtype=np.int64)
@@ -179,6 +180,8 @@ class BPETokenizer:
         self._ntab = nfc_tables(t, xp)
         self._dec = tuple(K.to_device(a, t, xp) for a in self._dec_host)
         self._cfg = K.to_device(self._cfg_host, t, xp)
+        self._lim = K.to_device(self._lim_host, t, xp)
+        self._no_drop = K.to_device(np.zeros(0, dtype=np.int64), t, xp)
         self._adds: dict[Any, tuple] = {}
         self._options: dict[Any, tuple] = {}
         self._tls = threading.local()
@@ -356,11 +359,10 @@ class BPETokenizer:
         ``disallowed_special`` ("all" or names): a text containing one is an :class:`InputError` (tiktoken's
         ``encode`` check). ``add_special_tokens``: the template's BOS/EOS (tokenizer.json). A tokenizer.json's
         ``truncation`` / ``padding`` apply as in HF's ``encode_batch`` (:meth:`encode_rows` takes its own)."""
-        if self.target == "cpu":
+        if self.target == "cpu" and self._limits is None:
             one = _one_text(texts)
             if one is not None:
-                r = self._encode_one(one, add_special_tokens, allowed_special, disallowed_special)
-                return r if self._limits is None else self._limited(r, add_special_tokens)
+                return self._encode_one(one, add_special_tokens, allowed_special, disallowed_special)
         if runs_on_cpu(self.target, texts, gpu_min_batch):
             r = self.on_cpu().encode(texts, add_special_tokens=add_special_tokens, allowed_special=allowed_special,
                                      disallowed_special=disallowed_special)
@@ -375,20 +377,21 @@ class BPETokenizer:
             K.launch(self.target, self._encode, n, *args, cnt, xp.empty((2, 0, 0), dtype=np.int64), 0, False, False)
         host = K.to_host(cnt, self.target)
         _raise_bad(host)
+        drop, cut = self._no_drop, None
+        if self._limits is not None:  # the file's truncation / padding: planned here, applied by COMPACT
+            specials = check_bool("add_special_tokens", add_special_tokens)  # (checked by _launch_args)
+            npre, nsuf = (len(self.spec.prefix), len(self.spec.suffix)) if specials else (0, 0)
+            host, cut = plan_limits(host, npre, nsuf, *self._limits)
         off = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(host, out=off[1:])
-        d_off = K.to_device(off, self.target, xp)
+        if cut is not None and cut.shape[0]:  # (one upload)
+            d_off, drop = K.to_device_many([off, cut], self.target, xp)
+        else:
+            d_off = K.to_device(off, self.target, xp)
         out = xp.empty(int(off[-1]), dtype=np.int64)
         if n:
-            K.launch(self.target, COMPACT, n, batch.offsets, args[6], args[7][2], d_off, out)
-        return Ragged(out, d_off) if self._limits is None else self._limited(Ragged(out, d_off), add_special_tokens)
-
-    def _limited(self, r: Ragged, add_special_tokens: Any) -> Ragged:
-        """``r`` after the file's truncation and padding (:func:`~triton_textops.ops.bpe.limits.apply_limits`)."""
-        spec = self.spec
-        npre, nsuf = (len(spec.prefix), len(spec.suffix)) if add_special_tokens else (0, 0)
-        return Ragged(*apply_limits(r.ids, r.offsets, self.target, self.xp, npre, nsuf, spec.truncation,
-                                    spec.padding))
+            K.launch(self.target, COMPACT, n, batch.offsets, args[6], args[7][2], cnt, drop, self._lim, d_off, out)
+        return Ragged(out, d_off)
 
     def _encode_one(self, one: tuple[np.ndarray, int, int], add_special_tokens: Any, allowed: Specials,
                     disallowed: Specials) -> Ragged:
