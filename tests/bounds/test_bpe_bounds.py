@@ -86,3 +86,31 @@ def test_merge_cache_full_and_reset_in_bounds(texts, shape):
             assert small.encode(texts).tolist() == expected
     finally:
         T.CACHE_SHAPE = saved
+
+
+LIMITED: list[tuple] = []
+
+
+def limited() -> list[tuple]:
+    """(ours, HF's tokenizer) of each :data:`bpe_oracles.LIMIT_CASES` file (truncation x padding, every side)."""
+    if not LIMITED:
+        import tokenizers as hf  # noqa: PLC0415
+
+        root = Path(tempfile.mkdtemp())
+        for i, (trunc, pad) in enumerate(O.LIMIT_CASES):
+            d = O.write_limited_json(root / f"t{i}", trunc, pad)
+            LIMITED.append((BPETokenizer.from_pretrained(d), hf.Tokenizer.from_file(str(d / "tokenizer.json"))))
+    return LIMITED
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(PIECES | st.text(max_size=12), max_size=10).map("".join), max_size=6), st.booleans())
+def test_file_limits_in_bounds_and_as_hf(texts, specials):
+    """A file's truncation and padding (planned on the host, cut and padded by the compaction kernel): every access
+    in bounds, HF's encode_batch ids, in a batch and one text at a time."""
+    texts = [t.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for t in texts]
+    for ours, hf in limited():
+        expected = [e.ids for e in hf.encode_batch(texts, add_special_tokens=specials)]
+        assert ours.encode(texts, add_special_tokens=specials).tolist() == expected
+        assert [ours.encode([t], add_special_tokens=specials).tolist()[0] for t in texts] == \
+            [hf.encode(t, add_special_tokens=specials).ids for t in texts]

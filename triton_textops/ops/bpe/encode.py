@@ -280,7 +280,7 @@ def bpe_text(t, row, wb, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt):
 def compact_text(t, offsets, cfg, ids, cnt, drop, lim, out_off, out):
     """Copy text ``t``'s ``cnt[t]`` ids from its scratch region of ``ids`` to ``out[out_off[t]:out_off[t+1]]``, a
     file's limits applied (:mod:`~triton_textops.ops.bpe.limits`, planned on the host): ``drop[t]`` ids cut (none
-    when ``drop`` is empty) on the left (after the template's prefix ids) or the right (before its suffix ids), by
+    past ``drop``'s end) on the left (after the template's prefix ids) or the right (before its suffix ids), by
     ``lim``; the rest of the output row padded with the pad id on the left or the right. A plan that does not fit
     the text (not made by plan_limits) writes nothing."""
     base = cfg[C_MULT] * offsets[t] + cfg[C_EXTRA] * t

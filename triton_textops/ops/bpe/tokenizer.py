@@ -181,7 +181,8 @@ class BPETokenizer:
         self._dec = tuple(K.to_device(a, t, xp) for a in self._dec_host)
         self._cfg = K.to_device(self._cfg_host, t, xp)
         self._lim = K.to_device(self._lim_host, t, xp)
-        self._no_drop = K.to_device(np.zeros(0, dtype=np.int64), t, xp)
+        self._no_drop = K.to_device(np.zeros(1, dtype=np.int64), t, xp)  # (COMPACT: nothing cut; not 0-size,
+        # whose CuPy pointer is null)
         self._adds: dict[Any, tuple] = {}
         self._options: dict[Any, tuple] = {}
         self._tls = threading.local()
