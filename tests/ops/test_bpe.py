@@ -711,7 +711,7 @@ def test_slot_table_finds_every_token_from_its_one_slot() -> None:
     size = 1024
     slots, slot_of, longest = M._fill_slots(pool, off, size)
     slots[slot_of[3], 0] &= ~M.WHOLE
-    voc = (pool, off, slots, None, None, None, np.array([size - 1, 0, longest, 0, len(lengths)]))
+    voc = (pool, off, slots.reshape(-1), None, None, None, np.array([size - 1, 0, longest, 0, len(lengths)]))
     for i, (a, b) in enumerate(zip(off[:-1].tolist(), off[1:].tolist())):
         assert M.lookup(pool, a, b, *M.piece_hash(pool, a, b), voc, False) == i
         assert M.lookup(pool, a, b, *M.piece_hash(pool, a, b), voc, True) == (-1 if i == 3 else i)

@@ -320,6 +320,13 @@ def utf8_valid(data, lo, hi):
     """True when ``data[lo:hi]`` is strict UTF-8."""
     i = lo
     while i < hi:
+        if i + 8 <= hi:  # ASCII eight bytes at a time (unsigned indices: no negative-index wrap per load)
+            u = np.uint64(i)
+            if (data[u] | data[u + np.uint64(1)] | data[u + np.uint64(2)] | data[u + np.uint64(3)]
+                    | data[u + np.uint64(4)] | data[u + np.uint64(5)] | data[u + np.uint64(6)]
+                    | data[u + np.uint64(7)]) < 0x80:
+                i += 8
+                continue
         if data[i] < 0x80:
             i += 1
             continue

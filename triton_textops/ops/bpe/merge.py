@@ -36,7 +36,8 @@ NO_PAIR = 0x7FFFFFFF  # rank of a symbol with no mergeable right neighbour
 # rank << 32 | result id): one cache line a probe
 # BYTE_PAIRS: (65536,) int64, (rank << 32 | result) of merging byte b0 then b1 at index b0 << 8 | b1, or -1: the
 # first round of every piece (a pair of single bytes) without hashing
-# SLOTS: (slots, 2) int64 open addressing over the tokens' bytes, each [23 bits of the hash << 40 | min(length, 255)
+# SLOTS: (2 * slots,) int64 (the host builds it (slots, 2): slot s at 2s, 2s + 1; flat, a kernel's index needs no
+# multiply by a stride) open addressing over the tokens' bytes, each [23 bits of the hash << 40 | min(length, 255)
 # << 32 | WHOLE << 31 | id (-1: empty), the token's first min(length, 8) bytes little-endian (zero above)]: a lookup
 # reads one 16-byte slot, and the token's bytes in POOL only past its 8th (a token's bytes: POOL[TOK_OFF[id]:
 # TOK_OFF[id + 1]]). (A separate entry array, read after the slot, held the id and the bytes before.)
@@ -48,6 +49,7 @@ SLOT_MASK, PAIR_MASK, MAX_PROBE, PAIR_PROBE, N_IDS = range(5)  # entries of the 
 # Hash arithmetic is uint64: numba compiles an int64 product as LLVM ``mul nsw`` (overflow is undefined, and LLVM
 # used that to drop a mask after one), a uint64 product as a plain ``mul`` that wraps, as NumPy's uint64 does
 U32, U31, U27 = np.uint64(32), np.uint64(31), np.uint64(27)
+U1, U2, U3, U4, U5, U6, U7 = (np.uint64(k) for k in range(1, 8))
 M32, M63 = np.uint64(0xFFFFFFFF), np.uint64(0x7FFFFFFFFFFFFFFF)
 H_LEN, H_LO, H_HI, H_STEP = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D), np.uint64(0x85EBCA77),
                              np.uint64(0x27D4EB2F165667C5))  # (piece_hash's odd multipliers)
@@ -59,10 +61,11 @@ def word_at(buf, i, hi):
     """The bytes ``buf[i:min(i + 8, hi)]`` little-endian in an int64, zero above (``i <= hi``). Eight loads of fixed
     count where the buffer has eight bytes from ``i``, the piece's end masked: no loop on the piece's length."""
     if i + 8 <= buf.shape[0]:
-        w = np.int64(buf[i]) | (np.int64(buf[i + 1]) << 8) | (np.int64(buf[i + 2]) << 16) \
-            | (np.int64(buf[i + 3]) << 24) | (np.int64(buf[i + 4]) << 32) | (np.int64(buf[i + 5]) << 40) \
-            | (np.int64(buf[i + 6]) << 48) | (np.int64(buf[i + 7]) << 56)  # (np.int64: numba's int() of a uint8
-        r = hi - i                                                            # stays uint8)
+        u = np.uint64(i)  # (an unsigned index: numba adds no negative-index wrap to each load)
+        w = np.int64(buf[u]) | (np.int64(buf[u + U1]) << 8) | (np.int64(buf[u + U2]) << 16) \
+            | (np.int64(buf[u + U3]) << 24) | (np.int64(buf[u + U4]) << 32) | (np.int64(buf[u + U5]) << 40) \
+            | (np.int64(buf[u + U6]) << 48) | (np.int64(buf[u + U7]) << 56)  # (np.int64: numba's int() of a
+        r = hi - i                                                                # uint8 stays uint8)
         if r < 8:
             w &= (np.int64(1) << (8 * r)) - 1
         return w
@@ -110,14 +113,16 @@ def slot_tag(h, n):
 
 @K.device(inline=True)
 def tail_same(buf, lo, hi, voc, tid):
-    """Whether token ``tid`` has ``hi - lo`` bytes whose part past the 8th equals ``buf[lo + 8:hi]``."""
+    """Whether token ``tid`` has ``hi - lo`` bytes whose part past the 8th equals ``buf[lo + 8:hi]``, given that its
+    slot's tag matched (so its length is ``hi - lo`` when that is under 255)."""
     off = voc[TOK_OFF]
     pool = voc[POOL]
     a = off[tid]
-    if off[tid + 1] - a != hi - lo:
+    n = hi - lo
+    if n >= 255 and off[tid + 1] - a != n:  # (a slot's tag holds the length up to 254: past it, read it)
         return False
-    for k in range(8, hi - lo):
-        if pool[a + k] != buf[lo + k]:
+    for k in range(8, n):  # (unsigned indices: no negative-index wrap; comparing words cost the GPU kernels ~20
+        if pool[np.uint64(a + k)] != buf[np.uint64(lo + k)]:  # registers a thread)
             return False
     return True
 
@@ -132,10 +137,11 @@ def lookup(buf, lo, hi, h, q, voc, whole):
     n = hi - lo
     tag = slot_tag(h, n)
     for _ in range(voc[VCONST][MAX_PROBE] + 1):
-        v = slots[s, 0]
+        at = np.uint64(2 * s)  # (s >= 0: an unsigned index skips numba's negative-index wrap)
+        v = slots[at]
         if v < 0:
             return -1
-        if (v >> 32) == tag and slots[s, 1] == q and (n <= 8 or tail_same(buf, lo, hi, voc, v & 0x7FFFFFFF)):
+        if (v >> 32) == tag and slots[at + U1] == q and (n <= 8 or tail_same(buf, lo, hi, voc, v & 0x7FFFFFFF)):
             if whole and (v & WHOLE) == 0:
                 return -1
             return v & 0x7FFFFFFF
@@ -569,7 +575,7 @@ class Vocab:
         psize = 1 << max(4, (2 * max(len(left), 1) - 1).bit_length())
         pairs, pair_probe = _fill_pairs(left, right, rank, result, psize)  # (a rank file's: empty)
         consts = np.array([size - 1, psize - 1, max_probe, pair_probe, n_ids], dtype=np.int64)
-        self.host = (pool, off, slots, pairs, byte_pairs, byte_ids, consts)
+        self.host = (pool, off, slots.reshape(-1), pairs, byte_pairs, byte_ids, consts)  # (SLOTS: flat, a view)
         if not spec.ignore_merges:  # whole only where merging the token's bytes gives the token itself
             part = slot_of[(lengths > 0) & (_self_reachable(self.host, off) == 0)]
             slots[part, 0] &= ~WHOLE
