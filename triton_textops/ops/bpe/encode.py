@@ -379,5 +379,5 @@ def encode_kernels(family: int, nfc: bool, ranked: bool = False) -> tuple:
     for a rank file (``ranked``) tiktoken's pair rule (:func:`~triton_textops.ops.bpe.merge.pair_at_span`), and
     nothing else (each unused scanner or normalizer compiled in cost ~1-3 s of a cold load)."""
     bind = ((("pretoken_end", SCANNERS[family]),) if family in SCANNERS else ()) \
-        + ((("normalize", "normalize_nfc"),) if nfc else ()) + ((("pair_at", "pair_at_span"),) if ranked else ())
+        + ((("normalize", "normalize_nfc"),) if nfc else ()) + ((("pair_at", "pair_at_span"), ("pair_near", "span_pair")) if ranked else ())
     return K.variant(_rows_cpu, _rows_gpu, bind, chunked=True)

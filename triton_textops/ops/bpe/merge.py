@@ -174,17 +174,31 @@ def pair_at(buf, lo, sym, nxt, base, n, a, b, voc):
     return pair_of(sym[base + a], sym[base + b], voc)
 
 
-@K.device
-def pair_at_span(buf, lo, sym, nxt, base, n, a, b, voc):
+@K.device(inline=True)
+def pair_near(buf, lo, sym, nxt, base, n, a, b, voc):
+    """:func:`pair_at` at the short pieces' one call site, where a rank file's kernel binds it to :func:`span_pair`,
+    inlined (a call passes the vocabulary's arrays field by field)."""
+    return pair_of(sym[base + a], sym[base + b], voc)
+
+
+@K.device(inline=True)
+def span_pair(buf, lo, sym, nxt, base, n, a, b, voc):
     """:func:`pair_at` by tiktoken's rule: the two symbols' bytes together, ``buf[lo + a:lo + end of b]``, looked up
     as one token, whose id is the rank and the result. The whole-token table answers it: rank files need no pair
-    table (cl100k: 8 MB less, and merges read the table lookups keep warm). Not inlined: its five call sites in
-    :func:`bpe_piece` would each compile their own copy of the hash and the lookup (+2 s of a cold load)."""
+    table (cl100k: 8 MB less, and merges read the table lookups keep warm). Inlined at the one call site of the
+    short pieces' loop (:func:`pair_near`); the heap's call sites call :func:`pair_at_span`, one copy."""
     e = nxt[base + b]
     hi = lo + (e if e < n else n)
     h, q = piece_hash(buf, lo + a, hi)
     t = lookup(buf, lo + a, hi, h, q, voc, False)
     return (t, t) if t >= 0 else (NO_PAIR, -1)
+
+
+@K.device
+def pair_at_span(buf, lo, sym, nxt, base, n, a, b, voc):
+    """:func:`span_pair` not inlined: each call site of an inlined one compiles its own copy of the hash and the
+    lookup (the heap's three call sites: +1-2 s of a cold load)."""
+    return span_pair(buf, lo, sym, nxt, base, n, a, b, voc)
 
 
 @K.device(inline=True)
@@ -282,13 +296,15 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
             t = hp[base + bi]
             sym[base + bi] = t
             nxt[base + bi] = nxt[base + j]
-            j = nxt[base + bi]
-            if j < n:
-                rk[base + bi], hp[base + bi] = pair_at(buf, lo, sym, nxt, base, n, bi, j, voc)
-            else:
-                rk[base + bi] = NO_PAIR
-            if bp >= 0:
-                rk[base + bp], hp[base + bp] = pair_at(buf, lo, sym, nxt, base, n, bp, bi, voc)
+            for w in range(2):  # re-rank the merged symbol, then its left neighbour (one call site of pair_near)
+                a = bi if w == 0 else bp
+                if a < 0:
+                    break
+                j = nxt[base + a]
+                if j < n:
+                    rk[base + a], hp[base + a] = pair_near(buf, lo, sym, nxt, base, n, a, j, voc)
+                else:
+                    rk[base + a] = NO_PAIR
     else:
         # an indexed min-heap of the symbols that have a mergeable right neighbour (``where``: a symbol's slot
         # in it), and back links (``prv``) to re-rank the left neighbour of each merge
