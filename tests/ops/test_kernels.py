@@ -129,10 +129,14 @@ def test_variants_bind_by_name_and_share_the_rest():
     assert gap.py_func.__globals__["encode_piece"] is K._compiled("encode_piece", "cpu")
     assert "nfc_write" not in glb_cl["bpe_text"].py_func.__globals__["normalize"].py_func.__code__.co_names
     ranked = encode_kernels(CL100K, False, True)  # a rank file's: tiktoken's pair rule bound into the merge step
-    assert ranked[1].bind == (("pretoken_end", "pretoken_cl100k"), ("pair_at", "pair_at_span"))
+    assert ranked[1].bind == (("pretoken_end", "pretoken_cl100k"), ("pair_at", "pair_at_span"),
+                              ("pair_near", "span_pair"))
     piece = ranked[0].py_func.__globals__["bpe_text"].py_func.__globals__["encode_span"].py_func.__globals__[
         "encode_gap"].py_func.__globals__["encode_piece"].py_func.__globals__["bpe_piece"]
-    assert piece.py_func.__qualname__ == "bpe_piece__pair_at_span" and piece is not K._compiled("bpe_piece", "cpu")
+    assert piece.py_func.__qualname__ == "bpe_piece__pair_at_span__span_pair"
+    assert piece is not K._compiled("bpe_piece", "cpu")
+    glb = piece.py_func.__globals__  # the short path's call site inlined, the heap's calling the shared copy
+    assert glb["pair_near"].py_func.__name__ == "span_pair" and glb["pair_at"].py_func.__name__ == "pair_at_span"
 
 
 def test_ir_inlined_device_functions_have_one_cpu_call_site():
