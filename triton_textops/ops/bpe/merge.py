@@ -178,7 +178,7 @@ def pair_at(buf, lo, sym, nxt, base, n, a, b, voc):
 def pair_near(buf, lo, sym, nxt, base, n, a, b, voc):
     """:func:`pair_at` at the short pieces' one call site, where a rank file's kernel binds it to :func:`span_pair`,
     inlined (a call passes the vocabulary's arrays field by field)."""
-    return pair_of(sym[base + a], sym[base + b], voc)
+    return pair_at(buf, lo, sym, nxt, base, n, a, b, voc)
 
 
 @K.device(inline=True)

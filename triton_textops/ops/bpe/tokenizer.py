@@ -163,7 +163,6 @@ class BPETokenizer:
         self.mult += (NFC_EXPAND if spec.nfc else 1) + 1 if spec.add_prefix_space else 0
         self._encode = encode_kernels(spec.family, spec.nfc, spec.merges is None)
         self._limits = (spec.truncation, spec.padding) if spec.truncation or spec.padding else None
-        self._lim_host = limits_array(spec.truncation, spec.padding)
         self._cfg_host = np.array([int(spec.add_prefix_space), self.mult,
                                    1 + len(spec.prefix) + len(spec.suffix), len(spec.prefix), len(spec.suffix)]
                                   + spec.prefix + spec.suffix, dtype=np.int64)
@@ -180,7 +179,7 @@ class BPETokenizer:
         self._ntab = nfc_tables(t, xp)
         self._dec = tuple(K.to_device(a, t, xp) for a in self._dec_host)
         self._cfg = K.to_device(self._cfg_host, t, xp)
-        self._lim = K.to_device(self._lim_host, t, xp)
+        self._lim = K.to_device(limits_array(self.spec.truncation, self.spec.padding), t, xp)
         self._no_drop = K.to_device(np.zeros(1, dtype=np.int64), t, xp)  # (COMPACT: nothing cut; not 0-size,
         # whose CuPy pointer is null)
         self._adds: dict[Any, tuple] = {}
