@@ -59,6 +59,9 @@ _NO_ROWS = np.empty((2, 0, 0), dtype=np.int64)  # the encode kernel's rows argum
 _ONE_DATA = 5  # the text buffer's index in a one-text call's arguments: (slot, slots, chunk, chunks, n, data, ...)
 _ONE_OFFSETS = np.zeros(2, dtype=np.int64)  # a one-text result's offsets, copied (~3x faster than np.array)
 _NO_TEXT = np.frombuffer(b"", dtype=np.uint8)  # the data slot of a one-text plan between calls
+_frombuffer = np.frombuffer  # (a global, not an attribute lookup, in the one-text path)
+_COUNTS = K.COUNTS
+_INT64 = np.int64
 SCRATCH_KEEP = 1 << 22  # scratch entries (~29 bytes each) a CPU thread keeps between calls
 _POOL = threading.local()  # those arrays (nbuf, ids, work), shared by every tokenizer the thread runs: the kernels
 # write a text's ids there and copy them out before the call returns, so no result refers to them
@@ -91,17 +94,10 @@ class Rows:
         return getattr(self, key)
 
 
-def _one_text(texts: Any) -> tuple[np.ndarray, int, int] | None:
-    """(data, start, end) of a list of one str / bytes or of a NumPy ``(data, offsets)`` pair of one text, the data
-    as the CPU kernels take it (read-only uint8), for :meth:`BPETokenizer.encode`'s one-text path; None for anything
-    else."""
-    if type(texts) is list and len(texts) == 1 and type(texts[0]) in (str, bytes):
-        text = texts[0]
-        try:
-            raw = text.encode("utf-8") if type(text) is str else text
-        except UnicodeEncodeError as e:
-            raise InputError(f"row 0: text is not valid UTF-8 ({e.reason})", rows=np.zeros(1, np.int64)) from None
-        return np.frombuffer(raw, np.uint8), 0, len(raw)  # (read-only: the type the kernel was compiled for)
+def _one_span(texts: Any) -> tuple[np.ndarray, int, int] | None:
+    """(data, start, end) of a NumPy ``(data, offsets)`` pair of one text, the data as the CPU kernels take it
+    (read-only uint8), for :meth:`BPETokenizer.encode`'s one-text path (a list of one str / bytes is taken there);
+    None for anything else."""
     if type(texts) is tuple and len(texts) == 2 and all(type(a) is np.ndarray for a in texts) \
             and texts[1].shape == (2,):
         batch = TextBatch.from_texts(texts, np, "cpu")  # (checked; the kernel checks the span)
@@ -185,6 +181,7 @@ class BPETokenizer:
         self._adds: dict[Any, tuple] = {}
         self._options: dict[Any, tuple] = {}
         self._tls = threading.local()
+        self._one_cpu = t == "cpu" and self._limits is None  # encode's one-text path applies (_encode_one)
         self._cpu: BPETokenizer | None = None  # (not itself on the CPU: a cycle would keep a dropped tokenizer,
         # and its merge cache, until the garbage collector's next pass)
 
@@ -359,10 +356,24 @@ class BPETokenizer:
         ``disallowed_special`` ("all" or names): a text containing one is an :class:`InputError` (tiktoken's
         ``encode`` check). ``add_special_tokens``: the template's BOS/EOS (tokenizer.json). A tokenizer.json's
         ``truncation`` / ``padding`` apply as in HF's ``encode_batch`` (:meth:`encode_rows` takes its own)."""
-        if self.target == "cpu" and self._limits is None:
-            one = _one_text(texts)
-            if one is not None:
-                return self._encode_one(one, add_special_tokens, allowed_special, disallowed_special)
+        if self._one_cpu:  # one text on the CPU: the direct kernel call (_encode_one)
+            if type(texts) is list and len(texts) == 1:
+                text = texts[0]
+                if type(text) is str:
+                    try:
+                        raw = text.encode("utf-8")
+                    except UnicodeEncodeError as e:
+                        raise InputError(f"row 0: text is not valid UTF-8 ({e.reason})",
+                                         rows=np.zeros(1, np.int64)) from None
+                    return self._encode_one(_frombuffer(raw, np.uint8), 0, len(raw), add_special_tokens,
+                                            allowed_special, disallowed_special)
+                if type(text) is bytes:  # (read-only: the type the kernel was compiled for)
+                    return self._encode_one(_frombuffer(text, np.uint8), 0, len(text), add_special_tokens,
+                                            allowed_special, disallowed_special)
+            else:
+                one = _one_span(texts)
+                if one is not None:
+                    return self._encode_one(*one, add_special_tokens, allowed_special, disallowed_special)
         if runs_on_cpu(self.target, texts, gpu_min_batch):
             r = self.on_cpu().encode(texts, add_special_tokens=add_special_tokens, allowed_special=allowed_special,
                                      disallowed_special=disallowed_special)
@@ -393,14 +404,13 @@ class BPETokenizer:
             K.launch(self.target, COMPACT, n, batch.offsets, args[6], args[7][2], cnt, drop, self._lim, d_off, out)
         return Ragged(out, d_off)
 
-    def _encode_one(self, one: tuple[np.ndarray, int, int], add_special_tokens: Any, allowed: Specials,
+    def _encode_one(self, data: np.ndarray, lo: int, hi: int, add_special_tokens: Any, allowed: Specials,
                     disallowed: Specials) -> Ragged:
-        """:meth:`encode` of one text (:func:`_one_text`) on the CPU, the shortest way (the serving case of one
-        request): the kernel's compiled entry called directly with arguments made once per thread and options
+        """:meth:`encode` of text ``data[lo:hi]`` on the CPU, the shortest way (the serving case of one request):
+        the kernel's compiled entry called directly with arguments made once per thread and options
         (:class:`_OnePlan`), its ids read from the start of the text's scratch region (no compaction kernel)."""
-        data, lo, hi = one
-        try:
-            plan = self._tls.plans[_options_key(add_special_tokens, allowed, disallowed)]
+        try:  # (the key of _options_key, built here: a call less)
+            plan = self._tls.plans[type(add_special_tokens), add_special_tokens, allowed, disallowed]
         except (AttributeError, KeyError, TypeError):
             plan = None
         if plan is None or hi > plan.max_end or lo < 0 or hi < lo:
@@ -410,7 +420,9 @@ class BPETokenizer:
         off[1] = hi
         args = plan.args
         args[_ONE_DATA] = data
-        K.launch_entry(plan.entry, args)
+        _COUNTS["launch"] += 1  # (K.launch_entry's counts, here: its call cost 0.1 us of a ~2.2 us one-text call)
+        _COUNTS["launch_cpu"] += 1
+        plan.entry(*args)
         args[_ONE_DATA] = _NO_TEXT  # (the plan outlives the call: it keeps no caller's buffer alive)
         n = plan.counts.item()
         if n < 0:
@@ -418,7 +430,7 @@ class BPETokenizer:
         base = self.mult * lo  # the text's scratch region (encode.bpe_text)
         out_off = _ONE_OFFSETS.copy()
         out_off[1] = n
-        return Ragged(plan.ids[base:base + n].astype(np.int64), out_off)
+        return Ragged(plan.ids[base:base + n].astype(_INT64), out_off)
 
     def _one_plan(self, data: np.ndarray, lo: int, hi: int, add_special_tokens: Any, allowed: Specials,
                   disallowed: Specials) -> _OnePlan:
