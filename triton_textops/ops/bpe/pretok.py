@@ -25,6 +25,7 @@ import numpy as np
 
 from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe.formats import CL100K, GPT2, O200K, QWEN2
+from triton_textops.ops.bpe.merge import word_at
 
 CL_L, CL_N, CL_S, CL_UP, CL_LO, CL_W = 1, 2, 4, 8, 16, 32  # bits of the class table (see the script)
 APOS, CR, LF, SPACE, SLASH = 39, 13, 10, 32, 47
@@ -109,22 +110,53 @@ def run_of(buf, j, end, ctab, mask, limit):
     return j
 
 
+# eight ASCII bytes at a time (word_at's int64): per byte the case bit, the low 7 bits, the high bit; a range's
+# low end and (0x80 | its high end) per byte, for bytes_in; the multiplier of first_byte
+_CASE8, _LOW8, _HIGH8 = np.uint64(0x2020202020202020), np.uint64(0x7F7F7F7F7F7F7F7F), np.uint64(0x8080808080808080)
+_A8, _Z8 = np.uint64(0x6161616161616161), np.uint64(0xFAFAFAFAFAFAFAFA)  # a-z
+_UA8, _UZ8 = np.uint64(0x4141414141414141), np.uint64(0xDADADADADADADADA)  # A-Z
+_BYTE_INDEX, _ALL = np.uint64(0x0001020304050607), np.uint64(0xFFFFFFFFFFFFFFFF)
+_U1, _U7, _U8, _U56 = np.uint64(1), np.uint64(7), np.uint64(8), np.uint64(56)
+
+
+@K.device(inline=True)
+def bytes_in(w, lo8, hi8):
+    """The high bit of each byte of ``w`` (eight bytes) that is ASCII and in the range of ``lo8`` (its low end
+    repeated) and ``hi8`` (0x80 | its high end, repeated); no borrow crosses a byte."""
+    y = w & _LOW8
+    return ((y | _HIGH8) - lo8) & (hi8 - y) & ~w & _HIGH8
+
+
+@K.device(inline=True)
+def first_byte(stop):
+    """The index of the lowest byte whose high bit is set in ``stop`` (not 0): its lowest bit isolated, moved to
+    bit 0 of its byte, times a constant whose top byte is then that index (no count-trailing-zeros on both
+    targets)."""
+    return np.int64((((stop & (~stop + _U1)) >> _U7) * _BYTE_INDEX) >> _U56)
+
+
 @K.device(inline=True)
 def letters_end(buf, j, end, ctab):
-    """End of the ``\\p{L}`` run from ``j``: ASCII bytes tested by their value (the only ASCII letters are A-Z and
-    a-z), the rest by the class table. Most runs are ASCII words: measured here, :func:`run_of`'s decode and table
-    load per byte were ~13% of cl100k's kernel time on English text."""
+    """End of the ``\\p{L}`` run from ``j``: ASCII letters eight bytes at a time (:func:`bytes_in`: no branch per
+    byte, whose exit at each word's end the CPU mispredicted), other characters by the class table."""
     while j < end:
-        b = np.int64(buf[np.uint64(j)])  # (j >= 0: no negative-index wrap)
-        if b < 0x80:
-            if np.uint64((b | 0x20) - 97) >= np.uint64(26):
+        if buf[np.uint64(j)] >= 0x80:  # a non-ASCII character: by the class table
+            c, n, cp = cls_at(buf, j, end, ctab)
+            if (c & CL_L) == 0:
                 return j
-            j += 1
+            j += n
+            if j < end:  # (a non-ASCII word's end: its next byte tested alone, not eight)
+                b = np.int64(buf[np.uint64(j)])
+                if b < 0x80 and np.uint64((b | 0x20) - 97) >= np.uint64(26):
+                    return j
             continue
-        c, n, cp = cls_at(buf, j, end, ctab)
-        if (c & CL_L) == 0:
+        stop = bytes_in(np.uint64(word_at(buf, j, end)) | _CASE8, _A8, _Z8) ^ _HIGH8  # (zero bytes past ``end``)
+        if stop == 0:
+            j += 8
+            continue
+        j += first_byte(stop)
+        if j >= end or buf[np.uint64(j)] < 0x80:
             return j
-        j += n
     return j
 
 
@@ -238,13 +270,27 @@ def ascii_word(buf, q, end):
     """o200k's ``[UP]*[LO]+C?`` from ``q`` where the text there is ASCII ``[A-Z]*[a-z]+`` followed by an ASCII
     byte other than an apostrophe (or by the end), as most English words are: its end (no contraction can
     follow, and ASCII upper / lower case letters are UP / LO only); else -1, and the general scanner decides.
-    Measured here: o200k's scanner alone 264-294 -> 321-335 MB/s on English text (cl100k's: 331)."""
-    j = q
-    while j < end and np.uint64(np.int64(buf[np.uint64(j)]) - 65) < np.uint64(26):  # (unsigned: one compare, no
-        j += 1                                                                     # negative-index wrap)
-    k = j
-    while k < end and np.uint64(np.int64(buf[np.uint64(k)]) - 97) < np.uint64(26):
-        k += 1
+    Eight bytes at a time (:func:`bytes_in`), as :func:`letters_end`."""
+    if q >= end or np.uint64((np.int64(buf[np.uint64(q)]) | 0x20) - 97) >= np.uint64(26):
+        return -1  # (not an ASCII letter: no word's eight bytes read)
+    w = np.uint64(word_at(buf, q, end))
+    stop = bytes_in(w, _UA8, _UZ8) ^ _HIGH8
+    if stop == 0:  # eight capitals or more
+        j = q + 8
+        while j < end and np.uint64(np.int64(buf[np.uint64(j)]) - 65) < np.uint64(26):
+            j += 1
+        k = j
+        while k < end and np.uint64(np.int64(buf[np.uint64(k)]) - 97) < np.uint64(26):
+            k += 1
+    else:
+        u = first_byte(stop)
+        j = q + u
+        stop = (bytes_in(w, _A8, _Z8) ^ _HIGH8) & (_ALL << (np.uint64(u) * _U8))  # (u < 8)
+        k = q
+        while stop == 0:  # the small letters go on past the word's eight bytes
+            k += 8
+            stop = bytes_in(np.uint64(word_at(buf, k, end)), _A8, _Z8) ^ _HIGH8
+        k += first_byte(stop)
     if k == j or (k < end and (buf[k] >= 0x80 or buf[k] == APOS)):
         return -1
     return k
