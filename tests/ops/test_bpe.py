@@ -54,11 +54,13 @@ def test_ranked_exact(ranked: tuple[str, BPETokenizer]) -> None:
 
 def test_ranked_word_boundaries(ranked: tuple[str, BPETokenizer]) -> None:
     """ASCII words in every case pattern between every kind of neighbour: where the scanners' ASCII fast paths
-    (o200k's ``[A-Z]*[a-z]+``) must stop or hand over (an apostrophe, a non-ASCII letter, mark or title-case
-    letter after the word, CR / LF / digits / symbols before it)."""
+    (o200k's ``[A-Z]*[a-z]+``, eight bytes at a time) must stop or hand over (an apostrophe, a non-ASCII letter,
+    mark or title-case letter after the word, CR / LF / digits / symbols before it), words of 7-24 letters across
+    the eight-byte steps (all small, eight capitals and more, capitals then small), ending at the text's end too."""
     name, tok = ranked
     before = ["", " ", "  ", "\t", "\r", "\n", "\r\n", "-", "(", "\u2014", "\u00a0", "7", "'", "\u01c5", "\u00e9"]
-    words = ["the", "The", "THE", "McDonald", "aB", "I", "a", "iPhone", "ABc", "x"]
+    words = ["the", "The", "THE", "McDonald", "aB", "I", "a", "iPhone", "ABc", "x", "abcdefg", "abcdefgh",
+             "abcdefghi", "Abcdefghijklmnopq", "ABCDEFGH", "ABCDEFGHIJk", "ABCDEFGhijklmnopqrstuvwx", "aBCDEFGHIJ"]
     after = ["", " ", "'s", "'S", "'t", "'re", "'LL", "'ve", "'d", "'M", "'x", "'", "\u00e9", "\u00c9", "\u0301", "\u01c5",
              "\u02b0", "7", ".", "\r", "\n", ",x", "\U0001F600", "_", "A", "z"]
     texts = [b + w + a for b in before for w in words for a in after]
