@@ -8,6 +8,8 @@ text (batch 1), best of ``--repeats`` with the range, and each engine's ratio to
     python benchmarks/bpe.py [--vocab cl100k_base o200k_base gpt2] [--repeats 5] [--warm]
     python benchmarks/bpe.py --gpu     # ours on the GPU against ours on the CPU (a lent GPU machine; no peers)
     python benchmarks/bpe.py --load    # our load time: cold (empty numba cache) and cached, fresh processes
+    python benchmarks/bpe.py --fresh   # one text as a served model meets it: each engine loaded in a fresh process,
+        # then the first 200 texts one at a time (then the next 200); engines take turns, a process each
     python benchmarks/bpe.py --load --python ENV/bin/python   # ... in a served model's environment, e.g. one
         # built from this checkout by `envs/pack_env.sh --kind cpu --dir -o ENV` (numpy, numba and ours only)
     python benchmarks/bpe.py --load --python ENV/bin/python --relocate   # ... each load from a copy of ENV at a
@@ -166,7 +168,9 @@ def run(name: str, corpus: str, texts: list[str], repeats: int, warm: bool) -> N
                 cells.append(f"{nb / min(ts) / 1e6:6.1f} [{nb / max(ts) / 1e6:.0f}-{nb / min(ts) / 1e6:.0f}] "
                              f"{ours[c] / min(ts):4.2f}x")
         print(f"  {e:14s} " + " ".join(f"{c:>22s}" for c in cells))
-    print("  (ratio: ours' time / the engine's time; > 1 means the engine is faster)")
+    print("  (ratio: ours' time / the engine's time; > 1 means the engine is faster; b=1: a fresh instance made late in"
+          " a long process, after batches of every engine: gigatoken's time there moved 3-10 us on cl100k with what"
+          " ran before it; --fresh times one text as a served model meets it)")
 
 
 def gpu_run(name: str, texts: list[str], repeats: int) -> None:
@@ -195,6 +199,50 @@ def gpu_run(name: str, texts: list[str], repeats: int) -> None:
         for what in ("encode", "rows"):
             c, g = best[("cpu", what)], best[("gpu", what)]
             print(f"{name} batch {size} {what}: CPU {nb / c / 1e6:.1f} MB/s, GPU {nb / g / 1e6:.1f} MB/s, GPU/CPU {c / g:.2f}x")
+
+
+FRESH_SCRIPT = '''
+import sys, time
+sys.path.insert(0, sys.argv[4])
+import bpe as B
+name, corpus, engine = sys.argv[1:4]
+texts = (B.austen() if corpus == "english" else B.multilingual())[:400]
+make, _, enc1 = B.engines(name)[engine]
+inst = make()
+out = []
+for part in (texts[:200], texts[200:]):
+    t0 = time.perf_counter()
+    for x in part:
+        enc1(inst, x)
+    out.append((time.perf_counter() - t0) / len(part))
+print(*out)
+'''
+
+
+def fresh_one(name: str, corpus: str, repeats: int) -> None:
+    """One text at a time as a served model meets it: each engine made in a fresh process (a Triton model loads in
+    its own stub process), its first 200 texts timed, then the next 200; engines take turns, a process each. The
+    in-run batch-1 column (:func:`run`) makes each engine's instance late in a long process, after batches of its
+    own and of the other engines; this one starts from nothing, as after a server start."""
+    import subprocess  # noqa: PLC0415
+
+    names = list(engines(name))
+    times: dict[str, list[list[float]]] = {e: [] for e in names}
+    for _ in range(repeats):
+        for e in names:  # engines take turns
+            out = subprocess.run([sys.executable, "-c", FRESH_SCRIPT, name, corpus, e, str(ROOT / "benchmarks")],
+                                 capture_output=True, text=True, check=True).stdout.split()
+            times[e].append([float(x) for x in out])
+    print(f"\n{name} / {corpus}: one text in a fresh process, us/text, best of {repeats} [range]")
+    print(f"  {'engine':14s} {'texts 1-200':>24s} {'texts 201-400':>24s}")
+    ours = [min(r[k] for r in times["ours"]) for k in (0, 1)]
+    for e in names:
+        cells = []
+        for k in (0, 1):
+            ts = [r[k] for r in times[e]]
+            cells.append(f"{min(ts) * 1e6:6.1f} [{min(ts) * 1e6:.1f}-{max(ts) * 1e6:.1f}] {ours[k] / min(ts):4.2f}x")
+        print(f"  {e:14s} " + " ".join(f"{c:>24s}" for c in cells))
+    print("  (ratio: ours' time / the engine's time; > 1 means the engine is faster)")
 
 
 LOAD_SCRIPT = '''
@@ -258,6 +306,8 @@ def main() -> None:
     ap.add_argument("--warm", action="store_true")
     ap.add_argument("--gpu", action="store_true", help="ours on the GPU vs ours on the CPU only")
     ap.add_argument("--load", action="store_true", help="our load + first encode, cold and cached, per vocab")
+    ap.add_argument("--fresh", action="store_true",
+                    help="one text per call, each engine in a fresh process (its first 200 texts, then the next 200)")
     ap.add_argument("--python", help="--load: the Python of a served model's environment (its triton_textops)")
     ap.add_argument("--relocate", action="store_true",
                     help="--load --python: each load from a fresh copy of the environment at a new path (as Triton "
@@ -271,6 +321,11 @@ def main() -> None:
             print(f"environment: {a.python}" + (" (each load from a fresh copy at a new path)" if a.relocate else ""))
         for name in a.vocab:
             load_times(name, a.repeats, a.python, a.relocate)
+        return
+    if a.fresh:
+        for name in a.vocab:
+            for corpus in ("english", "multilingual"):
+                fresh_one(name, corpus, a.repeats)
         return
     if a.gpu:
         for name in ("cl100k_base", "o200k_base"):
