@@ -25,7 +25,7 @@ import numpy as np
 
 from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe.formats import CL100K, GPT2, O200K, QWEN2
-from triton_textops.ops.bpe.merge import word_at
+from triton_textops.ops.bpe.merge import U1, U7, word_at
 
 CL_L, CL_N, CL_S, CL_UP, CL_LO, CL_W = 1, 2, 4, 8, 16, 32  # bits of the class table (see the script)
 APOS, CR, LF, SPACE, SLASH = 39, 13, 10, 32, 47
@@ -116,7 +116,7 @@ _CASE8, _LOW8, _HIGH8 = np.uint64(0x2020202020202020), np.uint64(0x7F7F7F7F7F7F7
 _A8, _Z8 = np.uint64(0x6161616161616161), np.uint64(0xFAFAFAFAFAFAFAFA)  # a-z
 _UA8, _UZ8 = np.uint64(0x4141414141414141), np.uint64(0xDADADADADADADADA)  # A-Z
 _BYTE_INDEX, _ALL = np.uint64(0x0001020304050607), np.uint64(0xFFFFFFFFFFFFFFFF)
-_U1, _U7, _U8, _U56 = np.uint64(1), np.uint64(7), np.uint64(8), np.uint64(56)
+_U8, _U56 = np.uint64(8), np.uint64(56)  # (1 and 7: merge's U1, U7)
 
 
 @K.device(inline=True)
@@ -132,7 +132,7 @@ def first_byte(stop):
     """The index of the lowest byte whose high bit is set in ``stop`` (not 0): its lowest bit isolated, moved to
     bit 0 of its byte, times a constant whose top byte is then that index (no count-trailing-zeros on both
     targets)."""
-    return np.int64((((stop & (~stop + _U1)) >> _U7) * _BYTE_INDEX) >> _U56)
+    return np.int64((((stop & (~stop + U1)) >> U7) * _BYTE_INDEX) >> _U56)
 
 
 @K.device(inline=True)
