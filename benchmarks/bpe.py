@@ -34,8 +34,8 @@ os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS))
 import bpe_oracles as O  # noqa: E402
 from _common import austen, machine  # noqa: E402
 
-from triton_textops.ops import kernels as K  # noqa: E402
 from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: E402
+from triton_textops.ops.core import kernels as K  # noqa: E402
 
 # real sentences in 12 languages, mixed into paragraphs of ~600 bytes (no multilingual corpus ships here)
 MULTI = [

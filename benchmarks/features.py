@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "ops"))
 
 from triton_textops.bundled import austen_paragraphs  # noqa: E402
+from triton_textops.ops.core.xp import gpu_available, tune_host_allocator  # noqa: E402
 from triton_textops.ops.features import ReadabilityFeatures  # noqa: E402
-from triton_textops.ops.xp import gpu_available, tune_host_allocator  # noqa: E402
 
 BATCHES = (1, 32, 512)
 

@@ -374,7 +374,7 @@ def client_ops(artifacts: Path) -> Callable[[Sequence[str]], tuple[np.ndarray, n
     from triton_textops.bundled import vocab_path
     from triton_textops.ops.features import ReadabilityFeatures
     from triton_textops.ops.preprocess import preprocess
-    from triton_textops.ops.tokenizer import BertTokenizer
+    from triton_textops.ops.wordpiece.tokenizer import BertTokenizer
     from triton_textops.tools.example import readability as rd
 
     feats = ReadabilityFeatures.load(artifacts / "features.json")

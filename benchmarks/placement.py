@@ -19,9 +19,9 @@ from _common import austen, machine  # noqa: E402
 
 from triton_textops import BertTokenizer, ReadabilityFeatures  # noqa: E402
 from triton_textops.bundled import vocab_path  # noqa: E402
-from triton_textops.ops.kernels import GPU_MIN_BATCH, get_num_threads  # noqa: E402
+from triton_textops.ops.core.kernels import GPU_MIN_BATCH, get_num_threads  # noqa: E402
+from triton_textops.ops.core.xp import gpu_available, tune_host_allocator  # noqa: E402
 from triton_textops.ops.preprocess import preprocess  # noqa: E402
-from triton_textops.ops.xp import gpu_available, tune_host_allocator  # noqa: E402
 
 SIZES = (1, 8, 32, 128, 512, 4096)
 
@@ -69,7 +69,7 @@ def main() -> int:
             for dev, tok in devices.items():
                 if op == "tokenize":
                     def call(tok=tok, texts=texts):
-                        return tok.encode(texts, max_length=128, gpu_min_batch=0)
+                        return tok.encode_rows(texts, max_length=128, gpu_min_batch=0)
                 else:
                     def call(tok=tok, texts=texts):
                         return preprocess(tok, feats, texts, max_length=128, gpu_min_batch=0)

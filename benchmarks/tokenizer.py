@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import austen, batches, machine  # noqa: E402
 
 from triton_textops import BertTokenizer  # noqa: E402
-from triton_textops.ops.xp import gpu_available, tune_host_allocator  # noqa: E402
+from triton_textops.ops.core.xp import gpu_available, tune_host_allocator  # noqa: E402
 
 ROUNDS = 7  # passes per engine and batch size (3 for the whole corpus)
 VOCAB = str(resources.files("triton_textops") / "data" / "bert-base-uncased-vocab.txt")
@@ -29,14 +29,14 @@ L = 128
 def engines() -> dict[str, Callable[[list[str]], object]]:
     out: dict[str, Callable[[list[str]], object]] = {}
     ours = BertTokenizer.from_vocab(VOCAB, device="cpu")
-    out["triton-textops cpu"] = lambda b: ours.encode(b, max_length=L)
+    out["triton-textops cpu"] = lambda b: ours.encode_rows(b, max_length=L)
     if gpu_available():
         import cupy
 
         gpu = BertTokenizer.from_vocab(VOCAB, device="cuda")
 
         def run_gpu(b: list[str]) -> object:  # includes packing + host->device upload of the text
-            enc = gpu.encode(b, max_length=L)
+            enc = gpu.encode_rows(b, max_length=L)
             cupy.cuda.get_current_stream().synchronize()
             return enc
 

@@ -27,13 +27,29 @@ ROLE_OF = {"tokenize": "text -> BERT rows", "features": "text -> readability fea
            "for TensorRT-LLM's `postprocessing`"}
 
 _LLM_SAME = ("Equal to TensorRT-LLM's own model.py (tensorrtllm_backend a315d2df, transformers 4.47.0) on the same "
-             "config and requests, quirks included (tests/models/test_llm.py runs both). Byte-level BPE tokenizers "
-             "only (GPT-2, Llama-3, Qwen2, tiktoken encodings; not SentencePiece/T5). Where theirs fails the whole "
+             "config and requests, quirks included (tests/models/test_llm.py runs both), for byte-level BPE tokenizers "
+             "(GPT-2, Llama-3, Qwen2, tiktoken encodings; not SentencePiece/T5). Another family the loader reads (a "
+             "WordPiece tokenizer.json or vocab.txt) is served through the tokenizer protocol: the end id is "
+             "tokenizer_config.json's `eos_token` (else the tokenizer's own eos id; none is a load error naming "
+             "`tokenizer_dir`), the pad id its `pad_token` (else the tokenizer's pad id, else the end id), the bias "
+             "length the vocabulary's size, texts decoded by the family's decoder then the config's "
+             "`clean_up_tokenization_spaces` (tests/models/test_any_family.py: equal to TensorRT-LLM's model.py on "
+             "HF tokenizers' encode / decode of the same file). Where theirs fails the whole "
              "`execute` or passes bad values on, ours answers that request alone with INVALID_ARG naming the tensor; "
              "a config with TensorRT-LLM's multimodal tensors, or a non-empty `multimodal_model_path`, fails to "
              "load (multimodal preprocessing is out of scope); a boolean parameter that is not true/false/t/f/y/n/1/0/"
              "yes/no/on/off fails to load (theirs warns and takes true).")
+_TOKENIZER = ("The tokenizer is `vocab` (a WordPiece vocab.txt, `lowercase` as given, default true) or `tokenizer` (a "
+              "tokenizer.json directory or file of any family the loader reads: WordPiece or byte-level BPE, casing "
+              "and special tokens as the file says, rows as HF tokenizers' truncated and padded encodings; a BPE pads "
+              "with tokenizer_config.json's `pad_token` where the file has it, else 0). Both, or `tokenizer` with "
+              "`lowercase`, fail to load naming both.")
 NOTES = {
+    "tokenize": _TOKENIZER,
+    "preprocess": _TOKENIZER + " A WordPiece tokenizer must have the features artifact's casing; one that normalizes "
+    "as the features do (a vocab.txt, a BertNormalizer with default options) makes the rows and the features in one "
+    "pass over each text, another tokenizer (a BPE, a WordPiece keeping accents, ...) in two: its rows, then the "
+    "features.",
     "llm_preprocess": _LLM_SAME + " Every text of every request (queries, decoder queries, bad/stop words, bias "
     "words) is tokenized by one launch, two when bias words meet a tokenizer whose template adds a BOS (bias words "
     "are encoded with it, queries as `add_special_tokens` says). Rejected: invalid UTF-8, a negative "
@@ -41,8 +57,9 @@ NOTES = {
     "llm_postprocess": _LLM_SAME + " All sequences of all requests are decoded by one launch. `OUTPUT` is 1-D "
     "(batch x beams texts), as theirs. With `streaming: true` each response's text is the exact bytes of its "
     "tokens (no U+FFFD for a character split across responses, no clean-up of spaces): a stream's outputs "
-    "concatenate to the bytes of all its tokens. Rejected: token ids outside the vocabulary (theirs drops ids past "
-    "its end and fails the `execute` on negative ones), a negative `SEQUENCE_LENGTH` (theirs slices from the end).",
+    "concatenate to the bytes of all its tokens (byte-level BPE only: with a WordPiece tokenizer, whose decoder puts "
+    "spaces between tokens, `streaming` fails to load). Rejected: token ids outside the vocabulary (theirs drops ids "
+    "past its end and fails the `execute` on negative ones), a negative `SEQUENCE_LENGTH` (theirs slices from the end).",
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from triton_textops.ops.xp import gpu_available
+from triton_textops.ops.core.xp import gpu_available
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -7,12 +7,13 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "BertTokenizer": "triton_textops.ops.tokenizer",
+    "BertTokenizer": "triton_textops.ops.wordpiece.tokenizer",
     "BPETokenizer": "triton_textops.ops.bpe.tokenizer",
-    "Encoding": "triton_textops.ops.tokenizer",
+    "Encoding": "triton_textops.ops.core.output",
     "ReadabilityFeatures": "triton_textops.ops.features",
     "blend_scores": "triton_textops.ops.blend",
     "InputError": "triton_textops.errors",
+    "Tokenizer": "triton_textops.ops.tokenizer",
 }
 
 __all__ = sorted(_LAZY)

@@ -14,7 +14,7 @@ from triton_textops import BertTokenizer, InputError, ReadabilityFeatures
 from triton_textops.bundled import austen_paragraphs, vocab_path
 from triton_textops.ops.features import same_bytes
 from triton_textops.ops.preprocess import preprocess
-from triton_textops.ops.text import PreTokens
+from triton_textops.ops.wordpiece.pretokenize import PreTokens
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -28,7 +28,7 @@ def _same_entry(share, shares, n, a, i, b, j, ln, out):
 def test_boundscheck_is_on():
     """The kernels' device functions, as compiled for the CPU here, really check: an index past the end
     raises IndexError (through a kernel entry, as the ops call them)."""
-    from triton_textops.ops import kernels as K
+    from triton_textops.ops.core import kernels as K
 
     assert numba.config.BOUNDSCHECK
     entry = K.cpu(_same_entry)
@@ -88,7 +88,7 @@ def test_fuzz_never_indexes_out_of_bounds(tok, feats, texts, max_length, stride)
 
 def test_large_and_degenerate_inputs(tok, feats):
     big = ("Supercalifragilistic " * 10) + "x" * 5_000_000 + " ...!? [CLS] " + "é" * 1000
-    enc = tok.encode([big, ""], max_length=64, stride=16, return_overflowing_tokens=True)
+    enc = tok.encode_rows([big, ""], max_length=64, stride=16, return_overflowing_tokens=True)
     assert enc.overflow_to_sample_mapping[-1] == 1
     assert feats.transform([big, "", " "]).shape == (3, feats.n_features)
     assert tok.encode([]).input_ids.shape == (0, 128)
@@ -101,8 +101,8 @@ def test_fuzz_caller_offsets(tok, feats, data, offsets):
     """Offsets a caller builds (any values, in any order) into every entry point: an InputError for a bad
     span, never an index outside the arrays (which raises IndexError here)."""
     buf, offs = np.frombuffer(data, np.uint8).copy(), np.array(offsets, dtype=np.int64)
-    for call in (lambda: tok.encode((buf, offs), max_length=8),
-                 lambda: tok.encode((buf, offs), max_length=8, stride=2, return_overflowing_tokens=True),
+    for call in (lambda: tok.encode_rows((buf, offs), max_length=8),
+                 lambda: tok.encode_rows((buf, offs), max_length=8, stride=2, return_overflowing_tokens=True),
                  lambda: feats.transform((buf, offs)),
                  lambda: preprocess(tok, feats, (buf, offs), max_length=8)):
         try:
@@ -134,7 +134,7 @@ def test_fuzz_forged_pretokens(tok, feats, row, col, value):
 def test_long_runs_of_marks(tok, feats):
     """Runs of combining marks sorted through the token scratch, at every length up to a few hundred."""
     texts = ["x" + "\u302e\u1b44" * k + ("y" if k % 2 else "") for k in range(0, 300, 7)]
-    tok.encode(texts, max_length=16)
+    tok.encode_rows(texts, max_length=16)
     feats.transform(texts)
 
 

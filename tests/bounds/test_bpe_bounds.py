@@ -62,7 +62,7 @@ def test_bad_caller_buffers_and_ids() -> None:
             tok.encode((data, np.array(offsets, dtype=np.int64)))
     for ids, offs in (([1, -1], [0, 2]), ([10**9], [0, 1]), ([1, 2], [0, 3]), ([1], [1, 0])):
         with pytest.raises(InputError, match="row"):
-            tok.decode(np.array(ids), np.array(offs))
+            tok.decode(np.array(ids), np.array(offs), errors=None)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

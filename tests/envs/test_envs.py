@@ -48,7 +48,7 @@ def test_packed_env_holds_bytecode(packed_env: Path, env_python: PythonInfo) -> 
     tag = f"cpython-{env_python.major_minor.replace('.', '')}"
     with tarfile.open(packed_env) as tar:
         names = set(tar.getnames())
-    for module in ("numba/__init__", "numpy/__init__", "triton_textops/ops/kernels"):
+    for module in ("numba/__init__", "numpy/__init__", "triton_textops/ops/core/kernels"):
         package, _, name = module.rpartition("/")
         assert any(n.endswith(f"site-packages/{package}/__pycache__/{name}.{tag}.pyc") for n in names), module
 

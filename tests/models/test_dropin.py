@@ -63,7 +63,7 @@ def test_declared_unbatched_config_keeps_its_batching(tmp_path, vocab, tok, pref
             ("input_ids", "TYPE_INT32", [-1, 256]), ("attention_mask", "TYPE_INT32", [-1, 256])]
         assert m.instance.params["max_length"] == 256  # from the dims
         out = m.infer({"product_reviews": reviews_1d()})
-    enc = tok.encode(REVIEWS_TEXTS, max_length=256)
+    enc = tok.encode_rows(REVIEWS_TEXTS, max_length=256)
     assert out["input_ids"].dtype == out["attention_mask"].dtype == np.int32  # the config's dtype
     assert out["input_ids"].shape == (4, 256)
     np.testing.assert_array_equal(out["input_ids"], enc.input_ids)
@@ -119,7 +119,7 @@ def test_declared_inputs_get_outputs_but_keep_batching(tmp_path, vocab, tok, cap
             assert [(t["name"], t["dims"]) for t in m.config["output"]] == [
                 ("INPUT_IDS", [-1, 40]), ("ATTENTION_MASK", [-1, 40])]
             out = m.infer({"product_reviews": reviews_1d()})
-    np.testing.assert_array_equal(out["INPUT_IDS"], tok.encode(REVIEWS_TEXTS, max_length=40).input_ids)
+    np.testing.assert_array_equal(out["INPUT_IDS"], tok.encode_rows(REVIEWS_TEXTS, max_length=40).input_ids)
     logged = " ".join(r.getMessage() for r in caplog.records)
     assert "output INPUT_IDS TYPE_INT64 [-1, 40]" in logged and "max_batch_size" not in logged
 
@@ -133,7 +133,7 @@ def test_ids_dtype_for_a_config_without_tensors(dirs, tok):
         assert [t["data_type"] for t in m.config["output"]] == ["TYPE_INT32", "TYPE_INT32"]
         out = m.infer({"TEXT": texts})
     assert out["INPUT_IDS"].dtype == np.int32
-    np.testing.assert_array_equal(out["INPUT_IDS"], tok.encode(REVIEWS_TEXTS, max_length=128).input_ids)
+    np.testing.assert_array_equal(out["INPUT_IDS"], tok.encode_rows(REVIEWS_TEXTS, max_length=128).input_ids)
 
 
 # ------------------------------------------------------------------------------------- load errors
@@ -222,7 +222,7 @@ def test_ensemble_with_larger_max_batch_size(dirs, tok):
         assert m.config["max_batch_size"] == 0
     texts = np.array(REVIEWS_TEXTS, dtype=object).reshape(-1, 1)
     out = run_ensemble(dirs["reviews_ensemble"].parent, "reviews_ensemble", {"product_reviews": texts})
-    enc = tok.encode(REVIEWS_TEXTS, max_length=256)
+    enc = tok.encode_rows(REVIEWS_TEXTS, max_length=256)
     assert out["input_ids"].dtype == np.int32 and out["input_ids"].shape == (4, 256)
     np.testing.assert_array_equal(out["input_ids"], enc.input_ids)
     np.testing.assert_array_equal(out["attention_mask"], enc.attention_mask)
@@ -236,4 +236,4 @@ def test_kind_gpu_with_a_gpu_serves_on_the_gpu(dirs, tok):
     ids = out["input_ids"]
     ids = ids.get() if hasattr(ids, "get") else ids
     assert ids.dtype == np.int32
-    np.testing.assert_array_equal(ids, tok.encode(REVIEWS_TEXTS, max_length=256).input_ids)
+    np.testing.assert_array_equal(ids, tok.encode_rows(REVIEWS_TEXTS, max_length=256).input_ids)

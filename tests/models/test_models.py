@@ -28,7 +28,7 @@ def test_tokenize_matches_ops(repo, vocab):
     with load_model(repo / "tokenize") as m:
         batch = texts(5)
         out = m.infer({"TEXT": np.array(batch, dtype=object).reshape(-1, 1)})
-        enc = tok.encode(batch, max_length=32)
+        enc = tok.encode_rows(batch, max_length=32)
         np.testing.assert_array_equal(out["INPUT_IDS"], enc.input_ids)
         assert out["ATTENTION_MASK"].dtype == np.int32  # the config's dtype, always
         np.testing.assert_array_equal(out["ATTENTION_MASK"], enc.attention_mask)
@@ -42,20 +42,20 @@ def test_requests_of_one_execute_are_one_batch(repo, vocab):
         groups = [texts(3, 10), texts(1, 20), texts(4, 30)]
         reqs = [m.make_request({"TEXT": np.array(g, dtype=object).reshape(-1, 1)}) for g in groups]
         calls = []
-        orig = m.instance.tokenizer.encode
-        m.instance.tokenizer.encode = lambda *a, **k: calls.append(1) or orig(*a, **k)
+        orig = m.instance.tokenizer.encode_rows
+        m.instance.tokenizer.encode_rows = lambda *a, **k: calls.append(1) or orig(*a, **k)
         responses = m.execute(reqs)
         assert len(calls) == 1
         for g, r in zip(groups, responses):
             ids = [t for t in r.output_tensors() if t.name() == "INPUT_IDS"][0].as_numpy()
-            np.testing.assert_array_equal(ids, tok.encode(g, max_length=32).input_ids)
+            np.testing.assert_array_equal(ids, tok.encode_rows(g, max_length=32).input_ids)
 
 
 def test_preprocess_one_pass_equals_tokenizer_and_features(repo, vocab, features_artifact):
     batch = texts(6, 100)
     with load_model(repo / "preprocess") as m:
         out = m.infer({"INPUT0": np.array(batch, dtype=object).reshape(-1, 1)})
-    np.testing.assert_array_equal(out["BERT_IDS"], BertTokenizer.from_vocab(vocab).encode(batch, max_length=64).input_ids)
+    np.testing.assert_array_equal(out["BERT_IDS"], BertTokenizer.from_vocab(vocab).encode_rows(batch, max_length=64).input_ids)
     feats = ReadabilityFeatures.load(features_artifact).transform(batch)
     assert out["TREE_FEATS"].dtype == np.float32 and out["TREE_FEATS"].shape == (6, 207)
     np.testing.assert_array_equal(out["TREE_FEATS"], feats)
@@ -77,7 +77,7 @@ def test_overflow_windows_with_renamed_tensors(repo, vocab):
         reqs = [m.make_request({"excerpt": np.array(g, dtype=object).reshape(-1, 1)}) for g in groups]
         for g, r in zip(groups, m.execute(reqs)):
             got = {t.name(): t.as_numpy() for t in r.output_tensors()}
-            enc = tok.encode(g, max_length=24, stride=4, return_overflowing_tokens=True)
+            enc = tok.encode_rows(g, max_length=24, stride=4, return_overflowing_tokens=True)
             np.testing.assert_array_equal(got["ids"], enc.input_ids)
             np.testing.assert_array_equal(got["OVERFLOW_TO_SAMPLE_MAPPING"][:, 0], enc.overflow_to_sample_mapping)
 

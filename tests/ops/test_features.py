@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from triton_textops import InputError, ReadabilityFeatures
 from triton_textops.bundled import austen_paragraphs
+from triton_textops.ops.core.batch import TextBatch
 from triton_textops.ops.features import ARTIFACT_FORMAT, load_stopwords
-from triton_textops.ops.text import Normalizer, TextBatch
+from triton_textops.ops.wordpiece.pretokenize import Normalizer
 
 sys.path.insert(0, str(Path(__file__).parent))
 import features_reference as ref  # noqa: E402

@@ -14,9 +14,11 @@ from model_dirs import write_model
 
 from triton_textops import BertTokenizer, InputError, ReadabilityFeatures
 from triton_textops.bundled import vocab_path
+from triton_textops.ops.core.batch import TextBatch
+from triton_textops.ops.core.utf8 import invalid_utf8_rows
 from triton_textops.ops.preprocess import preprocess
-from triton_textops.ops.text import Normalizer, PreTokens, TextBatch, invalid_utf8_rows
-from triton_textops.ops.tokenizer import read_vocab
+from triton_textops.ops.wordpiece.pretokenize import Normalizer, PreTokens
+from triton_textops.ops.wordpiece.tokenizer import read_vocab
 from triton_textops.testing import load_model
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -66,9 +68,9 @@ def test_segfault_reproducer_is_an_input_error(tok):
     """The reported segfault: a TextBatch whose offsets point 1 MB before and 5 MB past its 11-byte view."""
     batch = TextBatch(BIG[5_000_000:5_000_011], np.array([0, -1_000_000, 11]), np)
     with pytest.raises(InputError, match="row 0: its offsets are not a non-decreasing span"):
-        tok.encode(batch, max_length=16)
+        tok.encode_rows(batch, max_length=16)
     with pytest.raises(InputError, match="row 1"):
-        tok.encode(TextBatch(BIG[5_000_000:5_000_011], np.array([0, 5, 5_000_000]), np), max_length=16)
+        tok.encode_rows(TextBatch(BIG[5_000_000:5_000_011], np.array([0, 5, 5_000_000]), np), max_length=16)
 
 
 @pytest.mark.parametrize(("offsets", "row"), BAD_SPANS)
@@ -76,9 +78,9 @@ def test_every_offsets_path_checks_the_spans(tok, feats, offsets, row):
     data = BIG[:11].copy()
     offs = np.array(offsets, dtype=np.int64)
     calls = {
-        "encode TextBatch": lambda: tok.encode(TextBatch(data, offs, np), max_length=16),
-        "encode pair": lambda: tok.encode((data, offs), max_length=16),
-        "encode windows": lambda: tok.encode((data, offs), max_length=8, stride=2, return_overflowing_tokens=True),
+        "encode TextBatch": lambda: tok.encode_rows(TextBatch(data, offs, np), max_length=16),
+        "encode pair": lambda: tok.encode_rows((data, offs), max_length=16),
+        "encode windows": lambda: tok.encode_rows((data, offs), max_length=8, stride=2, return_overflowing_tokens=True),
         "pretokenize + check": lambda: tok.pretokenize((data, offs)).check(),
         "wordpiece": lambda: tok.wordpiece(tok.pretokenize((data, offs))),
         "features": lambda: feats.transform((data, offs)),
@@ -106,11 +108,11 @@ def test_cudf_backend_checks_spans_and_utf8_on_the_host():
 
 def test_good_spans_that_do_not_cover_the_buffer_work(tok):
     data = np.frombuffer(b"xx hello world yy", np.uint8)
-    enc = tok.encode((data, np.array([3, 8, 8, 14])), max_length=6)  # "hello", "", " world"
+    enc = tok.encode_rows((data, np.array([3, 8, 8, 14])), max_length=6)  # "hello", "", " world"
     np.testing.assert_array_equal(enc.input_ids, hf_rows(["hello", "", " world"], 6))
-    np.testing.assert_array_equal(tok.encode((data, [3, 8, 8, 14]), max_length=6).input_ids, enc.input_ids)
+    np.testing.assert_array_equal(tok.encode_rows((data, [3, 8, 8, 14]), max_length=6).input_ids, enc.input_ids)
     with pytest.raises(InputError, match="row 0: its offsets"):
-        tok.encode((data, [3, 2]), max_length=6)
+        tok.encode_rows((data, [3, 2]), max_length=6)
 
 
 def test_offsets_structure_is_checked():
@@ -185,7 +187,7 @@ def test_text_past_716_mb_gives_the_right_ids(tok):
     data = np.empty(n0 + 11, np.uint8)
     data[:n0] = ord("a")
     data[n0:] = np.frombuffer(b"hello world", np.uint8)
-    enc = tok.encode((data, np.array([0, n0, n0 + 11])), max_length=8)
+    enc = tok.encode_rows((data, np.array([0, n0, n0 + 11])), max_length=8)
     assert enc.input_ids[1].tolist() == [101, 7592, 2088, 102, 0, 0, 0, 0]
     assert enc.input_ids[0].tolist() == [101, 100, 102, 0, 0, 0, 0, 0]  # one word of 716M characters: [UNK]
 
@@ -282,7 +284,7 @@ def test_reordered_marks_get_hf_ids_and_one_feature_word(tmp_path):
     path = tmp_path / "vocab.txt"
     path.write_text("\n".join(VOCAB_LINES + ["x\U0001d165\U0001d16d", "\u1b44\u302e"]) + "\n", encoding="utf-8")
     texts = ["x\U0001d16d\U0001d165", "x\U0001d165\U0001d16d", "\u302e\u1b44 a\u0301\u302e\u1b44!", "x\U0001d15f\U0001d16d"]
-    ours = BertTokenizer.from_vocab(path).encode(texts, max_length=12).input_ids
+    ours = BertTokenizer.from_vocab(path).encode_rows(texts, max_length=12).input_ids
     np.testing.assert_array_equal(ours, hf_rows(texts, 12, path))
     assert ours[0, 1] == len(VOCAB_LINES)
     f = ReadabilityFeatures(lowercase=True, stopwords_name="t", stopwords=[], common=[], rare=[], mean=[0.0] * 7,
@@ -334,7 +336,7 @@ def test_vocab_reproducers_give_hf_ids(tmp_path):
     path.write_bytes(("\n".join(lines) + "\n").encode())
     assert ours(path) == hf_vocab(path)
     texts = ["hello world", "to", "zzz"]
-    np.testing.assert_array_equal(BertTokenizer.from_vocab(path).encode(texts, max_length=6).input_ids,
+    np.testing.assert_array_equal(BertTokenizer.from_vocab(path).encode_rows(texts, max_length=6).input_ids,
                                   hf_rows(texts, 6, path))
 
 
@@ -396,19 +398,19 @@ def test_bad_parameters_are_one_line_errors(tok, kw, message):
 
 def test_memory_for_rows_is_an_input_error_naming_max_length(tok):
     with pytest.raises(InputError, match=r"max_length=2000000000: 1000 rows .* GiB"):
-        tok.encode(["a"] * 1000, max_length=2_000_000_000)
+        tok.encode_rows(["a"] * 1000, max_length=2_000_000_000)
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, "int32", np.dtype("int64"), "i4"])
 def test_numpy_dtypes_work(tok, dtype):
-    enc = tok.encode(["hello world"], max_length=8, dtype=dtype)
+    enc = tok.encode_rows(["hello world"], max_length=8, dtype=dtype)
     assert enc.input_ids.dtype == np.dtype(dtype)
     assert enc.input_ids.tolist() == [[101, 7592, 2088, 102, 0, 0, 0, 0]]
 
 
 def test_numpy_integer_parameters_work(tok):
-    a = tok.encode(["a b c d e f g"], max_length=np.int32(6), stride=np.int16(1), return_overflowing_tokens=np.True_)
-    b = tok.encode(["a b c d e f g"], max_length=6, stride=1, return_overflowing_tokens=True)
+    a = tok.encode_rows(["a b c d e f g"], max_length=np.int32(6), stride=np.int16(1), return_overflowing_tokens=np.True_)
+    b = tok.encode_rows(["a b c d e f g"], max_length=6, stride=1, return_overflowing_tokens=True)
     np.testing.assert_array_equal(a.input_ids, b.input_ids)
 
 

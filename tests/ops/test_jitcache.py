@@ -1,4 +1,4 @@
-"""ops.jitcache: numba's on-disk cache of our kernels keyed by the sources' content, not by the package's path."""
+"""ops.core.jitcache: numba's on-disk cache of our kernels keyed by the sources' content, not by the package's path."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import triton_textops
-from triton_textops.ops import jitcache
-from triton_textops.ops import kernels as K  # noqa: F401  (installs the locator)
 from triton_textops.ops.bpe import encode
+from triton_textops.ops.core import jitcache
+from triton_textops.ops.core import kernels as K  # noqa: F401  (installs the locator)
 
 # one small cached kernel of the package, compiled or loaded from the cache; prints the cache hits and misses
 _PROBE = """

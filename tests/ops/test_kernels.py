@@ -15,17 +15,46 @@ import pytest
 import triton_textops
 from triton_textops import BertTokenizer
 from triton_textops.bundled import austen_paragraphs, vocab_path
-from triton_textops.ops import kernels as K
+from triton_textops.ops.core import kernels as K
 
 
 def test_device_functions_are_bound_per_target():
     """A kernel's CPU clone calls the CPU compilation of each device function it names."""
-    import triton_textops.ops.wordpiece as wp
+    import triton_textops.ops.wordpiece.model as model
+    import triton_textops.ops.wordpiece.postprocess as wp
 
     clone = K._clone(wp.encode_text, "cpu")
     assert clone.__code__ is wp.encode_text.__code__
     assert clone.__globals__["wp_text"] is K._compiled("wp_text", "cpu")
-    assert wp.wp_text.__module__ == "triton_textops.ops.wordpiece"  # the module keeps the plain function
+    assert wp.wp_text is model.wp_text  # the modules keep the plain function
+    assert model.wp_text.__module__ == "triton_textops.ops.wordpiece.model"
+
+
+def test_kernel_loops_are_generated_from_one_body():
+    """K.kernel: the CPU and GPU loops of an entry point come from its per-item body, named after it and compiled
+    as code of its file at its line; the body is a @device function taking at most MAX_KERNEL_ARGS groups."""
+    import inspect  # noqa: PLC0415
+
+    import triton_textops.ops.wordpiece.postprocess as wp
+
+    cpu_fn, gpu_fn = K.loops(wp.wp_rows_item)
+    assert (cpu_fn.__name__, gpu_fn.__name__) == ("wp_rows_item__cpu", "wp_rows_item__gpu")
+    assert cpu_fn.__code__.co_filename == wp.__file__
+    assert cpu_fn.__code__.co_firstlineno == inspect.getsourcelines(wp.wp_rows_item)[1] == wp.wp_rows_item.__code__.co_firstlineno
+    assert cpu_fn.__code__.co_varnames[:3] == ("share", "shares", "n") and gpu_fn.__code__.co_varnames[0] == "n"
+    assert wp.ENCODE_ROWS[0].py_func.__globals__["wp_rows_item"] is K._compiled("wp_rows_item", "cpu")
+    with pytest.raises(RuntimeError, match="must be a @device function"):
+        K.loops(lambda t, a: None)
+
+    def too_many(t, a, b, c, d, e, f, g, h, i, j, k, l, m):  # noqa: E741
+        pass
+
+    K.device(too_many)
+    try:
+        with pytest.raises(RuntimeError, match="1 to 12 groups"):
+            K.loops(too_many)
+    finally:
+        K._DEVICE.pop("too_many")
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
@@ -33,10 +62,10 @@ def test_thread_shares_give_the_same_rows(threads):
     texts = austen_paragraphs()[:50]
     tok = BertTokenizer.from_vocab(vocab_path())
     K.set_num_threads(1)
-    want = tok.encode(texts, max_length=64).input_ids
+    want = tok.encode_rows(texts, max_length=64).input_ids
     try:
         K.set_num_threads(threads)
-        np.testing.assert_array_equal(tok.encode(texts, max_length=64).input_ids, want)
+        np.testing.assert_array_equal(tok.encode_rows(texts, max_length=64).input_ids, want)
     finally:
         K.set_num_threads(None)
     assert K.get_num_threads() >= 1
@@ -45,14 +74,14 @@ def test_thread_shares_give_the_same_rows(threads):
 def test_launches_are_counted():
     tok = BertTokenizer.from_vocab(vocab_path())
     K.COUNTS.clear()
-    tok.encode(["one text", "two"], max_length=8)
+    tok.encode_rows(["one text", "two"], max_length=8)
     assert K.COUNTS["launch"] == 1 and K.COUNTS["d2h"] == 0  # the CPU copies nothing
 
 
 @pytest.mark.slow
 def test_read_only_package_directory_uses_a_user_cache(tmp_path):
     """A read-only site-packages (a container) still loads, its kernels cached in the user-wide cache directory
-    (ops.jitcache; numba's own locators would also fall back there)."""
+    (ops.core.jitcache; numba's own locators would also fall back there)."""
     pkg = tmp_path / "site" / "triton_textops"
     shutil.copytree(Path(triton_textops.__file__).parent, pkg,
                     ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
@@ -64,7 +93,7 @@ def test_read_only_package_directory_uses_a_user_cache(tmp_path):
     code = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
             "import triton_textops; from triton_textops import BertTokenizer; "
             "assert triton_textops.__file__.startswith(sys.argv[1]); "
-            f"t = BertTokenizer.from_vocab({str(vocab_path())!r}); print(t.encode(['a b'], max_length=4).input_ids.tolist())")
+            f"t = BertTokenizer.from_vocab({str(vocab_path())!r}); print(t.encode_rows(['a b'], max_length=4).input_ids.tolist())")
     out = subprocess.run([sys.executable, "-c", code, str(pkg)], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[[101, 1037, 1038, 102]]"
@@ -76,7 +105,7 @@ import json
 from numba.core import types
 from triton_textops import BertTokenizer, ReadabilityFeatures
 from triton_textops.bundled import austen_paragraphs, vocab_path
-from triton_textops.ops import kernels as K
+from triton_textops.ops.core import kernels as K
 from triton_textops.ops.preprocess import preprocess
 
 texts = austen_paragraphs()[:20] + ["caf\u00e9 [CLS] x.", ""]
@@ -120,7 +149,8 @@ def test_variants_bind_by_name_and_share_the_rest():
     assert gpt2[1].bind == (("pretoken_end", "pretoken_gpt2"), ("normalize", "normalize_nfc"))
     assert encode_kernels(WHOLE, False)[1].bind == ()
     glb_cl, glb_gpt2 = cl[0].py_func.__globals__, gpt2[0].py_func.__globals__
-    assert cl[0].py_func.__qualname__ == "_rows_cpu__pretoken_cl100k"
+    assert cl[0].py_func.__qualname__ == "bpe_rows_item__cpu__pretoken_cl100k"
+    glb_cl, glb_gpt2 = (g["bpe_rows_item"].py_func.__globals__ for g in (glb_cl, glb_gpt2))  # (the per-item body)
     assert glb_cl["bpe_text"].py_func.__qualname__ == "bpe_text__pretoken_cl100k"
     assert glb_gpt2["bpe_text"].py_func.__qualname__ == "bpe_text__pretoken_gpt2__normalize_nfc"
     gap = glb_cl["bpe_text"].py_func.__globals__["encode_span"].py_func.__globals__["encode_gap"]
@@ -131,7 +161,7 @@ def test_variants_bind_by_name_and_share_the_rest():
     ranked = encode_kernels(CL100K, False, True)  # a rank file's: tiktoken's pair rule bound into the merge step
     assert ranked[1].bind == (("pretoken_end", "pretoken_cl100k"), ("pair_at", "pair_at_span"),
                               ("pair_near", "span_pair"))
-    piece = ranked[0].py_func.__globals__["bpe_text"].py_func.__globals__["encode_span"].py_func.__globals__[
+    piece = ranked[0].py_func.__globals__["bpe_rows_item"].py_func.__globals__["bpe_text"].py_func.__globals__["encode_span"].py_func.__globals__[
         "encode_gap"].py_func.__globals__["encode_piece"].py_func.__globals__["bpe_piece"]
     assert piece.py_func.__qualname__ == "bpe_piece__pair_at_span__span_pair"
     assert piece is not K._compiled("bpe_piece", "cpu")
@@ -142,7 +172,7 @@ def test_variants_bind_by_name_and_share_the_rest():
 def test_ir_inlined_device_functions_have_one_cpu_call_site():
     """``K.device(inline="ir")`` copies a function into each caller's numba IR: it is meant for a kernel's stages,
     each called from one place of the CPU code (GPU entries, ``*_gpu``, call them through NVVM), and such a
-    stage is never compiled on its own."""
+    stage is never compiled on its own. A kernel's per-item body (K.BODIES) is called only by its generated loops."""
     import ast  # noqa: PLC0415
     import importlib  # noqa: PLC0415
     import pkgutil  # noqa: PLC0415
@@ -161,7 +191,8 @@ def test_ir_inlined_device_functions_have_one_cpu_call_site():
                 for name in calls_here:
                     calls[name].append(f"{Path(file).stem}.{fn.name}")
     assert {"bpe_text", "encode_span", "encode_gap"} <= set(calls)
-    assert {name: sites for name, sites in calls.items() if len(sites) != 1} == {}
+    assert {"bpe_rows_item", "wp_fused_item", "features_item", "preprocess_item"} <= K.BODIES & K._IR_INLINE
+    assert {name: sites for name, sites in calls.items() if len(sites) != (0 if name in K.BODIES else 1)} == {}
     assert K._compiled("encode_gap", "cpu").targetoptions.get("inline") == "always"
     assert "inline" not in K._compiled("encode_piece", "cpu").targetoptions
 
@@ -245,7 +276,7 @@ def test_cpu_entry_cache_keys_every_type_numba_distinguishes() -> None:
 
 _BPE_RETURN_TYPES = """
 import json, sys
-from triton_textops.ops import kernels as K
+from triton_textops.ops.core import kernels as K
 from triton_textops.ops.bpe.tokenizer import BPETokenizer
 
 tok = BPETokenizer.from_tiktoken(sys.argv[1], encoding="cl100k_base")

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe import nfc as N
 from triton_textops.ops.bpe.nfc import nfc_normalize, nfc_quick, nfc_write
-from triton_textops.ops.text import pack_host
+from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.batch import pack_host
 
 tokenizers = pytest.importorskip("tokenizers")
 ORACLE = tokenizers.normalizers.NFC().normalize_str

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from textcases import ADVERSARIAL, mixed_texts
 
 from triton_textops import BertTokenizer, InputError
-from triton_textops.ops.text import TextBatch, invalid_utf8_rows, pack_host
+from triton_textops.ops.core.batch import TextBatch, pack_host
+from triton_textops.ops.core.utf8 import invalid_utf8_rows
 
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import BertWordPieceTokenizer  # noqa: E402
@@ -67,14 +68,14 @@ def assert_same(enc, ids, mask, mapping):
 
 @pytest.mark.parametrize("max_length", [128, 512])
 def test_austen_truncated(oracle, tok, austen, max_length):
-    enc = tok.encode(austen, max_length=max_length)
+    enc = tok.encode_rows(austen, max_length=max_length)
     assert enc.input_ids.dtype == np.int64 and enc.input_ids.shape == (len(austen), max_length)
     assert_same(enc, *reference_rows(oracle, austen, max_length))
 
 
 @pytest.mark.parametrize(("max_length", "stride"), [(128, 32), (64, 0), (512, 100)])
 def test_austen_overflow_windows(oracle, tok, austen, max_length, stride):
-    enc = tok.encode(austen, max_length=max_length, stride=stride, return_overflowing_tokens=True)
+    enc = tok.encode_rows(austen, max_length=max_length, stride=stride, return_overflowing_tokens=True)
     ids, mask, mapping = reference_rows(oracle, austen, max_length, stride=stride, overflow=True)
     assert_same(enc, ids, mask, mapping)
     if max_length < 512:  # no Austen paragraph needs more than 512 tokens
@@ -84,7 +85,7 @@ def test_austen_overflow_windows(oracle, tok, austen, max_length, stride):
 def test_overflow_matches_the_written_definition(oracle, tok, austen):
     L, S = 32, 8
     texts = austen[:40] + ["", "short one"]
-    enc = tok.encode(texts, max_length=L, stride=S, return_overflowing_tokens=True)
+    enc = tok.encode_rows(texts, max_length=L, stride=S, return_overflowing_tokens=True)
     oracle.no_truncation()
     rows, mapping = [], []
     for i, e in enumerate(oracle.encode_batch(texts, add_special_tokens=False)):
@@ -97,9 +98,9 @@ def test_overflow_matches_the_written_definition(oracle, tok, austen):
 
 @pytest.mark.parametrize("max_length", [16, 64])
 def test_adversarial_unicode(oracle, tok, max_length):
-    enc = tok.encode(ADVERSARIAL, max_length=max_length)
+    enc = tok.encode_rows(ADVERSARIAL, max_length=max_length)
     assert_same(enc, *reference_rows(oracle, ADVERSARIAL, max_length))
-    enc = tok.encode(ADVERSARIAL, max_length=max_length, stride=3, return_overflowing_tokens=True)
+    enc = tok.encode_rows(ADVERSARIAL, max_length=max_length, stride=3, return_overflowing_tokens=True)
     assert_same(enc, *reference_rows(oracle, ADVERSARIAL, max_length, stride=3, overflow=True))
 
 
@@ -111,11 +112,11 @@ def test_mixed_script_texts(vocab_path, lowercase):
     tok = BertTokenizer.from_vocab(vocab_path, lowercase=lowercase)
     words = [w for w in open(vocab_path, encoding="utf-8").read().split("\n") if w and not w.startswith("[")]
     texts = mixed_texts(13 + lowercase, 1500, words)
-    assert_same(tok.encode(texts, max_length=48), *reference_rows(oracle, texts, 48))
-    enc = tok.encode(texts, max_length=20, stride=17, return_overflowing_tokens=True)
+    assert_same(tok.encode_rows(texts, max_length=48), *reference_rows(oracle, texts, 48))
+    enc = tok.encode_rows(texts, max_length=20, stride=17, return_overflowing_tokens=True)
     assert_same(enc, *reference_rows(oracle, texts, 20, stride=17, overflow=True))
     for text in texts[:100]:
-        assert_same(tok.encode([text], max_length=32), *reference_rows(oracle, [text], 32))
+        assert_same(tok.encode_rows([text], max_length=32), *reference_rows(oracle, [text], 32))
 
 
 def test_pieces_equal_oracle_tokens(oracle, tok):
@@ -125,18 +126,18 @@ def test_pieces_equal_oracle_tokens(oracle, tok):
 
 
 def test_empty_and_whitespace_rows(tok):
-    enc = tok.encode(["", "   ", "\n\t"], max_length=8)
+    enc = tok.encode_rows(["", "   ", "\n\t"], max_length=8)
     expected = np.array([[101, 102, 0, 0, 0, 0, 0, 0]] * 3)
     np.testing.assert_array_equal(enc.input_ids, expected)
     np.testing.assert_array_equal(enc.attention_mask, (expected > 0).astype(np.int64))
-    enc = tok.encode(["", "a b"], max_length=4, add_special_tokens=False)
+    enc = tok.encode_rows(["", "a b"], max_length=4, add_special_tokens=False)
     np.testing.assert_array_equal(enc.attention_mask, [[0, 0, 0, 0], [1, 1, 0, 0]])
-    empty = tok.encode([], max_length=8)
+    empty = tok.encode_rows([], max_length=8)
     assert empty.input_ids.shape == (0, 8)
 
 
 def test_without_special_tokens(oracle, tok, austen):
-    enc = tok.encode(austen[:50], max_length=40, add_special_tokens=False)
+    enc = tok.encode_rows(austen[:50], max_length=40, add_special_tokens=False)
     assert_same(enc, *reference_rows(oracle, austen[:50], 40, special=False))
 
 
@@ -150,16 +151,16 @@ def test_cased_configuration(tmp_path, vocab_path, austen, lowercase):
     oracle = BertWordPieceTokenizer(str(path), lowercase=False)
     tok = BertTokenizer.from_vocab(path, lowercase=False)
     texts = austen[:300] + ADVERSARIAL
-    assert_same(tok.encode(texts, max_length=96), *reference_rows(oracle, texts, 96))
+    assert_same(tok.encode_rows(texts, max_length=96), *reference_rows(oracle, texts, 96))
 
 
 def test_int32_and_input_forms(tok, austen):
     texts = austen[:20]
-    ref = tok.encode(texts, max_length=64)
+    ref = tok.encode_rows(texts, max_length=64)
     obj = np.array([t.encode() for t in texts], dtype=object)
     for form in (obj, obj.reshape(-1, 1), [t.encode() for t in texts], pack_host(texts)):
-        np.testing.assert_array_equal(tok.encode(form, max_length=64).input_ids, ref.input_ids)
-    small = tok.encode(texts, max_length=64, dtype="int32")
+        np.testing.assert_array_equal(tok.encode_rows(form, max_length=64).input_ids, ref.input_ids)
+    small = tok.encode_rows(texts, max_length=64, dtype="int32")
     assert small.input_ids.dtype == np.int32 and small.attention_mask.dtype == np.int32
     np.testing.assert_array_equal(small.input_ids, ref.input_ids)
 
@@ -180,17 +181,17 @@ def test_batches_of_one_take_the_same_path_in_every_form():
 
 
 def test_truncated_rows_stop_reading_tokens_but_check_all_utf8(oracle, tok, austen):
-    """Fixed-length rows stop stage (a) once the row is full: the rows equal HF's (raw special tokens before
+    """Fixed-length rows stop the pre-tokenizer once the row is full: the rows equal HF's (raw special tokens before
     and after the cut included), and bytes past the cut are still checked to be UTF-8."""
     long = " ".join(austen[:40])
     texts = [long, "[CLS] " * 30 + long, long + " [SEP]", "x" * 10 + " [MASK]" * 3, long[:50]]
     for n in (8, 24, 128):
-        assert_same(tok.encode(texts, max_length=n), *reference_rows(oracle, texts, n))
+        assert_same(tok.encode_rows(texts, max_length=n), *reference_rows(oracle, texts, n))
     big = (long + " ") * 200  # ~ 2 MB: the rows are those of its first words
-    np.testing.assert_array_equal(tok.encode([big], max_length=16).input_ids, tok.encode([long], max_length=16).input_ids)
+    np.testing.assert_array_equal(tok.encode_rows([big], max_length=16).input_ids, tok.encode_rows([long], max_length=16).input_ids)
     for tail in (b"\xff", b"\xe2\x82", b"ok \xed\xa0\x80"):
         with pytest.raises(InputError, match="row 1"):
-            tok.encode([b"fine", long.encode() + tail], max_length=8)
+            tok.encode_rows([b"fine", long.encode() + tail], max_length=8)
 
 
 def test_invalid_utf8_names_the_row(tok):
@@ -217,22 +218,22 @@ def test_vocab_without_specials_fails_at_load(tmp_path):
 
 def test_bad_packing_arguments(tok):
     with pytest.raises(InputError, match="stride"):
-        tok.encode(["a b c"], max_length=8, stride=6, return_overflowing_tokens=True)
+        tok.encode_rows(["a b c"], max_length=8, stride=6, return_overflowing_tokens=True)
     with pytest.raises(InputError, match="max_length"):
-        tok.encode(["a"], max_length=2)
+        tok.encode_rows(["a"], max_length=2)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.text(max_size=60), min_size=1, max_size=6))
 def test_hypothesis_arbitrary_unicode(oracle, tok, texts):
-    enc = tok.encode(texts, max_length=24, stride=4, return_overflowing_tokens=True)
+    enc = tok.encode_rows(texts, max_length=24, stride=4, return_overflowing_tokens=True)
     assert_same(enc, *reference_rows(oracle, texts, 24, stride=4, overflow=True))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.text(alphabet=st.sampled_from(list("ab AÉé.,[]CLS#\u0301中😀")), max_size=40), min_size=1, max_size=4))
 def test_hypothesis_dense_alphabet(oracle, tok, texts):
-    assert_same(tok.encode(texts, max_length=20), *reference_rows(oracle, texts, 20))
+    assert_same(tok.encode_rows(texts, max_length=20), *reference_rows(oracle, texts, 20))
 
 
 @pytest.mark.gpu
@@ -248,8 +249,8 @@ def test_gpu_equals_cpu(vocab_path, austen):
             assert isinstance(b[name], cp.ndarray)
             np.testing.assert_array_equal(a[name], cp.asnumpy(b[name]))
     data, offs = pack_host(texts)
-    dev = gpu.encode((cp.asarray(data), cp.asarray(offs)), max_length=128)
-    np.testing.assert_array_equal(cp.asnumpy(dev.input_ids), cpu.encode(texts, max_length=128).input_ids)
+    dev = gpu.encode_rows((cp.asarray(data), cp.asarray(offs)), max_length=128)
+    np.testing.assert_array_equal(cp.asnumpy(dev.input_ids), cpu.encode_rows(texts, max_length=128).input_ids)
     for t in austen[:40] + ADVERSARIAL:  # batches of one: the whole-word lookup, then the walk
         np.testing.assert_array_equal(cp.asnumpy(gpu.encode([t]).input_ids), cpu.encode([t]).input_ids)
 
@@ -269,8 +270,8 @@ def test_cudf_backend_on_prose(vocab_path, austen):
 
     ours = BertTokenizer.from_vocab(vocab_path, device="cuda")
     cudf_tok = BertTokenizer.from_vocab(vocab_path, device="cuda", backend="cudf")
-    a = ours.encode(austen[:500], max_length=128)
-    b = cudf_tok.encode(austen[:500], max_length=128)
+    a = ours.encode_rows(austen[:500], max_length=128)
+    b = cudf_tok.encode_rows(austen[:500], max_length=128)
     same = (cp.asnumpy(a.input_ids) == cp.asnumpy(b.input_ids)).all(axis=1)
     assert same.mean() > 0.99, f"{(~same).sum()} of 500 rows differ"
 
@@ -280,13 +281,13 @@ def test_one_text_at_a_time(oracle, tok, austen):
     texts = austen[:120] + ADVERSARIAL + ["[CLS] x [SEP]", "[MASK]", "un[UNK]able"]
     ids, mask, mapping = reference_rows(oracle, texts, 64)
     for i, t in enumerate(texts):
-        assert_same(tok.encode([t], max_length=64), ids[i : i + 1], mask[i : i + 1], mapping[i : i + 1] * 0)
+        assert_same(tok.encode_rows([t], max_length=64), ids[i : i + 1], mask[i : i + 1], mapping[i : i + 1] * 0)
 
 
 def test_vocab_table_verifies_every_hit():
     """A hash hit is only an answer once its bytes are compared: a slot whose key is forged to equal the
     query's hash, but whose bytes differ (with or without the ## prefix), finds nothing."""
-    from triton_textops.ops.hashtable import FNV_CONT, ByteTable, find_bytes, fnv_host, slot_of
+    from triton_textops.ops.core.hashtable import FNV_CONT, ByteTable, find_bytes, fnv_host, slot_of
 
     table = ByteTable({"apple": 0, "##ing": 1, "pie": 2, "abcdefghijklmnopqr": 3})
     data = np.frombuffer(b"applepieingabcdefghijklmnopqrXpplq", dtype=np.uint8)
@@ -314,7 +315,7 @@ def test_vocab_table_verifies_every_hit():
 def test_vocab_table_probe_bound_and_duplicates():
     """Every string is found within the measured probe bound; a repeated token keeps its last id."""
     from triton_textops.bundled import vocab_path as bundled_vocab
-    from triton_textops.ops.hashtable import ByteTable, find_bytes, fnv_host
+    from triton_textops.ops.core.hashtable import ByteTable, find_bytes, fnv_host
 
     words = open(bundled_vocab(), encoding="utf-8").read().split("\n")[:-1]
     ids = {w: i for i, w in enumerate(words)}
@@ -326,13 +327,13 @@ def test_vocab_table_probe_bound_and_duplicates():
         assert find_bytes(fnv_host(b), pool, pos, len(b), 0, table.slots, table.pool, table.mask, table.max_probe) == i
         pos += len(b)
     tok = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "x", "x"])
-    assert tok.encode(["x"], max_length=4).input_ids.tolist() == [[2, 5, 3, 0]]
+    assert tok.encode_rows(["x"], max_length=4).input_ids.tolist() == [[2, 5, 3, 0]]
 
 
 def test_tune_host_allocator_is_idempotent():
     import sys
 
-    from triton_textops.ops.xp import tune_host_allocator
+    from triton_textops.ops.core.xp import tune_host_allocator
 
     first = tune_host_allocator()
     assert tune_host_allocator() is first
@@ -347,7 +348,8 @@ def test_tune_host_allocator_is_idempotent():
 def test_unicode_tables_respect_the_kernel_bounds(lowercase):
     """Stage (a) sizes its regions by two properties of the shipped tables: no code point normalizes to more
     than ``expand`` times its UTF-8 length, and none to more than one pre-token."""
-    from triton_textops.ops.text import PUNCT, WORD, Normalizer, _host_tables
+    from triton_textops.ops.wordpiece.normalize import PUNCT, WORD, _host_tables
+    from triton_textops.ops.wordpiece.pretokenize import Normalizer
 
     t = _host_tables()
     key = "uncased" if lowercase else "cased"
@@ -364,12 +366,12 @@ def test_unicode_tables_respect_the_kernel_bounds(lowercase):
 
 def test_ten_megabyte_inputs_and_empty_batches(tok):
     big = ("word " * 1_000_000) + "x" * 5_000_000
-    enc = tok.encode([big, "", "tail"], max_length=16)
+    enc = tok.encode_rows([big, "", "tail"], max_length=16)
     assert enc.input_ids.shape == (3, 16) and enc.input_ids[0, 1] == tok.vocab["word"]
-    win = tok.encode([big[:2_000_000]], max_length=64, stride=8, return_overflowing_tokens=True)
+    win = tok.encode_rows([big[:2_000_000]], max_length=64, stride=8, return_overflowing_tokens=True)
     assert win.input_ids.shape[0] == 1 + (400_000 - 62 + 53) // 54
     for kw in ({}, {"stride": 2, "return_overflowing_tokens": True}):
-        assert tok.encode([], max_length=8, **kw).input_ids.shape == (0, 8)
+        assert tok.encode_rows([], max_length=8, **kw).input_ids.shape == (0, 8)
 
 
 def test_pack_checks_offsets_and_unknown_specials_read_as_unk(tok):

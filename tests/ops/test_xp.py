@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from triton_textops.ops.xp import bincount
+from triton_textops.ops.core.xp import bincount
 
 
 def test_bincount_counts_and_accepts_empty():

@@ -9,7 +9,7 @@ that wheel's ``ptxas -v`` turns the PTX into SASS for sm_80 and sm_90. A test fa
 error, any stack frame or spill, or more registers than :data:`REGISTER_BUDGET`; the registers of each
 kernel are printed (``pytest -s`` or ``-rA``).
 
-What is compiled: every :class:`~triton_textops.ops.kernels._LazyGpu` that a module of
+What is compiled: every :class:`~triton_textops.ops.core.kernels._LazyGpu` that a module of
 :mod:`triton_textops.ops` holds (the GPU half of each ``(K.cpu(...), K.gpu(...))`` pair), found by
 import, so a new kernel is covered without editing this file; with the argument types the ops really
 launch it with, recorded by running the ops once on the CPU with ``kernels.launch`` spied on (the
@@ -63,7 +63,7 @@ def _missing() -> str | None:
 if (_why := _missing()) is not None:
     pytest.skip(_why, allow_module_level=True)
 
-from triton_textops.ops import kernels as K  # noqa: E402
+from triton_textops.ops.core import kernels as K  # noqa: E402
 
 CCS = ((8, 0), (9, 0))
 # Measured on 2026-12-01 with nvidia-cuda-nvcc-cu12 12.9.86 (NVVM + ptxas) and numba-cuda 0.30.4: 40-110
@@ -74,9 +74,9 @@ CCS = ((8, 0), (9, 0))
 REGISTER_BUDGET = 128
 # The kernels the ops define today (module.tuple): discovery must find at least these.
 KNOWN = {
-    "text.PRETOKENIZE",
-    "wordpiece.ENCODE_ROWS", "wordpiece.ENCODE_FUSED", "wordpiece.COUNT_PIECES", "wordpiece.ENCODE_WINDOWS",
-    "wordpiece.WRITE_PIECES", "wordpiece.PACK_PIECES",
+    "wordpiece.pretokenize.PRETOKENIZE",
+    "wordpiece.postprocess.ENCODE_ROWS", "wordpiece.postprocess.ENCODE_FUSED", "wordpiece.postprocess.COUNT_PIECES",
+    "wordpiece.postprocess.ENCODE_WINDOWS", "wordpiece.postprocess.WRITE_PIECES", "wordpiece.postprocess.PACK_PIECES",
     "features.FEATURES", "features.FEATURES_FUSED",
     "preprocess.PREPROCESS",
 }
@@ -113,7 +113,7 @@ def ccs_of(name: str) -> tuple[tuple[int, int], ...]:
     """The compute capabilities kernel ``name`` is compiled for: all, but the BPE encode variants without NFC
     only the last (each costs ~20 s more per cc; they are the NFC variant less its normalizer and with another
     scanner, and used 106 / 96 registers on 2026-12-01, under the NFC variant's 109 / 102)."""
-    return CCS[-1:] if "_rows_gpu__pretoken_" in name and "normalize_nfc" not in name else CCS
+    return CCS[-1:] if "bpe_rows_item__gpu__pretoken_" in name and "normalize_nfc" not in name else CCS
 
 
 KERNELS = discover()
@@ -127,12 +127,15 @@ def _exercise() -> None:
 
     texts = austen_paragraphs()[:12] + ["", "x[SEP]y [MASK] é\u0301 Mr. A. B... c?!"]
     tok = BertTokenizer.from_vocab(vocab_path(), device="cpu")
-    tok.encode(texts, max_length=32)  # ENCODE_FUSED
-    tok.encode(texts, max_length=32, stride=8, return_overflowing_tokens=True)  # PRETOKENIZE, COUNT, WINDOWS
+    tok.encode_rows(texts, max_length=32)  # ENCODE_FUSED
+    tok.encode_rows(texts, max_length=32, stride=8, return_overflowing_tokens=True)  # PRETOKENIZE, COUNT, WINDOWS
     pre = tok.pretokenize(texts)
     tok.encode_pretokens(pre, max_length=32)  # ENCODE_ROWS
     pieces, offsets = tok.wordpiece(pre)  # COUNT_PIECES, WRITE_PIECES
     tok.pack(pieces, offsets, max_length=32)  # PACK_PIECES
+    r = tok.encode(texts)  # ragged: WRITE_RAGGED
+    tok.encode_rows(texts, max_length=32, truncation_side="left")  # ENCODE_LEFT_ROWS
+    tok.decode(r.ids, r.offsets)  # the WordPiece decoder
     feats = ReadabilityFeatures.fit(texts, n_common=5, n_rare=5)
     feats.transform(texts)  # FEATURES_FUSED
     feats.transform_pretokens(pre)  # FEATURES
@@ -142,7 +145,7 @@ def _exercise() -> None:
     bpe = BPETokenizer.from_tiktoken(BPE_VOCAB, encoding="qwen2")  # the variant with NFC
     r = bpe.encode(texts, allowed_special="all")  # the encode kernel (ragged), COMPACT
     bpe.encode_rows(texts, max_length=16)  # the encode kernel (rows)
-    bpe.decode(r.ids, r.offsets)  # bpe.decode.DECODE_COUNT, DECODE_WRITE
+    bpe.decode(r.ids, r.offsets, errors=None)  # bpe.decode.DECODE_COUNT, DECODE_WRITE
     for name in ("cl100k_base", "o200k_base"):  # the other scanners' variants
         BPETokenizer.from_tiktoken(os.path.join(BPE_DIR, name + ".tiktoken"), encoding=name).encode(texts)
     BPETokenizer.from_gpt2_files(os.path.join(BPE_DIR, "encoder.json"), os.path.join(BPE_DIR, "vocab.bpe")).encode(

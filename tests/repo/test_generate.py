@@ -303,7 +303,7 @@ def test_generated_python_models_load_and_run(tmp_path, kw):
     with load_model(root / "preprocess") as pre:
         assert pre.args["model_instance_name"] == "preprocess_0_0"
         out = pre.infer({"INPUT0": np.array(batch, dtype=object).reshape(-1, 1)})
-        enc = tok.encode(batch, max_length=48)
+        enc = tok.encode_rows(batch, max_length=48)
         np.testing.assert_array_equal(out["BERT_IDS"], enc.input_ids)
         np.testing.assert_array_equal(out["BERT_AM"], enc.attention_mask)
         np.testing.assert_allclose(out["TREE_FEATS"], feats.transform(batch), rtol=1e-6)
@@ -341,7 +341,7 @@ def test_whole_ensemble_runs_with_callables_for_the_native_models(tmp_path, kw):
     out = run_ensemble(root, ENSEMBLE, {"excerpt": np.array(batch, dtype=object).reshape(-1, 1),
                                         "BERT_WEIGHT": weights},
                        models={"bert-large": bert_large, "cuml": cuml})
-    enc = BertTokenizer.from_vocab(kw["vocab"]).encode(batch, max_length=max_length)
+    enc = BertTokenizer.from_vocab(kw["vocab"]).encode_rows(batch, max_length=max_length)
     bert = (enc.attention_mask.sum(axis=1, keepdims=True) / max_length).astype(np.float32)
     tree = ReadabilityFeatures.load(kw["features"]).transform(batch)[:, :1].astype(np.float32)
     assert out["SCORE"].shape == (4, 1) and out["SCORE"].dtype == np.float32

@@ -59,5 +59,5 @@ def test_python_based_backend_serves_preprocess(backend_server: TritonServer, te
     texts = [t.encode() for t in austen()[40:43]]
     out, err = server_infer(backend_server.http_url, "scorer_prep", {"INPUT0": text_tensor(texts)})
     assert err is None, err
-    np.testing.assert_array_equal(out["BERT_IDS"], BertTokenizer.from_vocab(vocab_path()).encode(texts, max_length=32).input_ids)
+    np.testing.assert_array_equal(out["BERT_IDS"], BertTokenizer.from_vocab(vocab_path()).encode_rows(texts, max_length=32).input_ids)
     np.testing.assert_array_equal(out["TREE_FEATS"], ReadabilityFeatures.load(textops_features).transform(texts))

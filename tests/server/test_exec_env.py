@@ -250,7 +250,7 @@ def test_a_restart_loads_the_kernels_compiled_at_the_first_start(triton_runtime:
                                                                   env_repo: Path, tmp_path: Path) -> None:
     """Triton extracts the tarball to a new /tmp/python_env_* at each start and deletes it at shutdown. numba's own
     cache locations are keyed by that path, so every start compiled every kernel again; ours are keyed by the
-    sources' content (ops.jitcache): the second start compiles nothing (no cache file added or rewritten) and the
+    sources' content (ops.core.jitcache): the second start compiles nothing (no cache file added or rewritten) and the
     model answers the same."""
     repo = tmp_path / "repo"
     shutil.copytree(env_repo / "preprocess_env", repo / "preprocess_env", copy_function=_link_or_copy)

@@ -23,9 +23,9 @@ else:
     @pytest.fixture(scope="session", autouse=True)
     def gpu_kernels_for_every_batch():
         """These tests check the GPU kernels, mostly on batches smaller than the placement rule's crossover
-        (ops.kernels.GPU_MIN_BATCH), which would send them to the CPU kernels: the rule is off here, and the
+        (ops.core.kernels.GPU_MIN_BATCH), which would send them to the CPU kernels: the rule is off here, and the
         tests of the rule pass ``gpu_min_batch`` explicitly."""
-        from triton_textops.ops import kernels as K
+        from triton_textops.ops.core import kernels as K
 
         saved, K.GPU_MIN_BATCH = K.GPU_MIN_BATCH, 0
         yield

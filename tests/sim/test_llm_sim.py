@@ -12,9 +12,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1]))
 import bpe_oracles as O  # noqa: E402
 
-from triton_textops.ops import kernels as K  # noqa: E402
+from triton_textops.ops.core import kernels as K  # noqa: E402
+from triton_textops.ops.core.batch import pack_host  # noqa: E402
 from triton_textops.ops.llm import LLMTokenizer, PreRequest, Words, check_sequences  # noqa: E402
-from triton_textops.ops.text import pack_host  # noqa: E402
 
 
 @pytest.fixture(scope="module")

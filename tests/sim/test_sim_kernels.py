@@ -8,9 +8,10 @@ import pytest
 from textcases import ADVERSARIAL, SENTENCES, mixed_texts
 
 from triton_textops import BertTokenizer, InputError, ReadabilityFeatures
-from triton_textops.ops import kernels as K
+from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.batch import TextBatch, pack_host
 from triton_textops.ops.preprocess import preprocess
-from triton_textops.ops.text import Normalizer, TextBatch, pack_host
+from triton_textops.ops.wordpiece.pretokenize import Normalizer
 
 OUTPUTS = ("input_ids", "attention_mask", "token_type_ids", "overflow_to_sample_mapping")
 EDGE = ["", " ", "\n\t ", "[CLS]", "x[SEP]y [MASK]", "a" * 101, "é" * 100, "Mr. A. B... c?!", "\u00a0\u3000"]
@@ -57,7 +58,7 @@ def test_cased_vocabulary(tmp_path, vocab_path, austen):
     cpu = BertTokenizer.from_vocab(path, lowercase=False, device="cpu")
     gpu = BertTokenizer.from_vocab(path, lowercase=False, device="cuda")
     texts = austen[:6] + ADVERSARIAL
-    assert_same(cpu.encode(texts, max_length=48), gpu.encode(texts, max_length=48))
+    assert_same(cpu.encode_rows(texts, max_length=48), gpu.encode_rows(texts, max_length=48))
 
 
 def test_stages_gpu_equal_cpu(pair, texts):
@@ -84,7 +85,7 @@ def test_invalid_utf8_names_the_rows_on_the_gpu(pair):
         gpu.encode([b"ok", b"bad \xff", b"fine", b"\xe2\x82"])
     assert list(ei.value.rows) == [1, 3]
     with pytest.raises(InputError, match="row 0"):
-        gpu.encode([b"\xed\xa0\x80"], max_length=8, stride=2, return_overflowing_tokens=True)
+        gpu.encode_rows([b"\xed\xa0\x80"], max_length=8, stride=2, return_overflowing_tokens=True)
 
 
 def test_device_buffers_as_input(pair, texts):
@@ -99,10 +100,10 @@ def test_encode_launch_budget(pair, austen):
     _, gpu = pair
     gpu.encode(austen[:3])  # the special-token tables are uploaded once per tokenizer, not per batch
     K.COUNTS.clear()
-    gpu.encode(austen[:8], max_length=128)
+    gpu.encode_rows(austen[:8], max_length=128)
     fixed = dict(K.COUNTS)
     K.COUNTS.clear()
-    gpu.encode(austen[:8], max_length=64, stride=16, return_overflowing_tokens=True)
+    gpu.encode_rows(austen[:8], max_length=64, stride=16, return_overflowing_tokens=True)
     windows = dict(K.COUNTS)
     assert fixed["launch"] <= 6 and fixed.get("d2h", 0) <= 1 and fixed["h2d"] == 1, fixed
     assert windows["launch"] <= 6 and windows.get("d2h", 0) <= 2, windows
@@ -130,7 +131,7 @@ def test_mixed_script_texts_gpu_equal_cpu(pair, features, austen):
     """60 seeded texts mixing every script, control and space class, raw specials and over-long words."""
     texts = mixed_texts(5, 60, austen[0].split())
     cpu, gpu = pair
-    assert_same(cpu.encode(texts, max_length=40), gpu.encode(texts, max_length=40))
+    assert_same(cpu.encode_rows(texts, max_length=40), gpu.encode_rows(texts, max_length=40))
     kw = {"max_length": 24, "stride": 6, "return_overflowing_tokens": True}
     assert_same(cpu.encode(texts, **kw), gpu.encode(texts, **kw))
     a, b = features.transform(texts, device="cpu"), features.transform(texts, device="cuda")
@@ -152,8 +153,8 @@ def test_preprocess_launch_budget(pair, features, austen):
     assert_same(enc_c, enc)
     np.testing.assert_array_equal(x_c.view(np.uint32), x.view(np.uint32))
     np.testing.assert_array_equal(x_c, features.transform(texts))
-    np.testing.assert_array_equal(enc_c.input_ids, cpu.encode(texts, max_length=64).input_ids)
-    # the staged path (overflow windows) uses the same stage (a) for both outputs
+    np.testing.assert_array_equal(enc_c.input_ids, cpu.encode_rows(texts, max_length=64).input_ids)
+    # the staged path (overflow windows) uses the same pre-tokens for both outputs
     pre = gpu.pretokenize(texts)
     np.testing.assert_array_equal(features.transform_pretokens(pre), x_c)
     assert Normalizer.get(True, "cuda").target == "cuda"
@@ -172,7 +173,7 @@ def test_combining_marks_reorder_alike_on_the_gpu(pair, features):
     pc, pg = cpu.pretokenize(texts), gpu.pretokenize(texts)
     for t in range(len(texts)):
         assert pc.tokens(t) == pg.tokens(t)
-    assert_same(cpu.encode(texts, max_length=12), gpu.encode(texts, max_length=12))
+    assert_same(cpu.encode_rows(texts, max_length=12), gpu.encode_rows(texts, max_length=12))
     a, b = features.transform(texts, device="cpu"), features.transform(texts, device="cuda")
     np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
 
@@ -182,8 +183,8 @@ def test_bad_offsets_name_the_row_on_the_gpu(pair, features, offsets):
     cpu, gpu = pair
     data = np.frombuffer(b"hello world", np.uint8).copy()
     offs = np.array(offsets, dtype=np.int64)
-    for call in (lambda tk: tk.encode((data, offs), max_length=8),
-                 lambda tk: tk.encode((data, offs), max_length=8, stride=2, return_overflowing_tokens=True),
+    for call in (lambda tk: tk.encode_rows((data, offs), max_length=8),
+                 lambda tk: tk.encode_rows((data, offs), max_length=8, stride=2, return_overflowing_tokens=True),
                  lambda tk: preprocess(tk, features, (data, offs), max_length=8)):
         rows = []
         for tk in pair:
@@ -212,8 +213,8 @@ def test_gpu_placement_on_both_sides_of_the_crossover(pair, features, austen, n)
     texts = austen[20 : 20 + n - 1] + ["caf\u00e9 x\u302e\u1b44 [CLS]"]
     small = n < 4
     cases = [
-        (lambda d, **k: (cpu if d == "cpu" else gpu).encode(texts, max_length=32, **k), OUTPUTS),
-        (lambda d, **k: (cpu if d == "cpu" else gpu).encode(texts, max_length=16, stride=4,
+        (lambda d, **k: (cpu if d == "cpu" else gpu).encode_rows(texts, max_length=32, **k), OUTPUTS),
+        (lambda d, **k: (cpu if d == "cpu" else gpu).encode_rows(texts, max_length=16, stride=4,
                                                            return_overflowing_tokens=True, **k), OUTPUTS),
         (lambda d, **k: (features.transform(texts, device=d, **k),), [0]),
         (lambda d, **k: preprocess(cpu if d == "cpu" else gpu, features, texts, max_length=24, **k), [0, 1]),

@@ -1,9 +1,10 @@
 """Triton model ``llm_postprocess``: a drop-in for TensorRT-LLM's ``postprocessing`` (same tensors, same strings).
 
 model.py: ``from triton_textops.models.llm_postprocess import TritonPythonModel``. Every sequence of every request of
-an ``execute`` is decoded by one launch. Parameters: ``tokenizer_dir`` (as ``llm_preprocess``), ``skip_special_tokens``
-(default true, as TensorRT-LLM), ``streaming``: each output is the exact bytes of its tokens (no U+FFFD for a
-character split across responses, no clean-up), so a stream's outputs concatenate to the bytes of all its tokens.
+an ``execute`` is decoded by one launch. Parameters: ``tokenizer_dir`` (as ``llm_preprocess``),
+``skip_special_tokens`` (default true, as TensorRT-LLM), ``streaming`` (byte-level BPE): each output is the exact bytes
+of its tokens (no U+FFFD for a character split across responses, no clean-up), so a stream's outputs concatenate to
+the bytes of all its tokens.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class TritonPythonModel(LLMModel):
 
     def read(self, request: Any) -> Any:
         tokens, lengths = (io.to_array(io.get_tensor(self.pb, request, self.names[r]), np) for r in self.INPUTS)
-        return check_sequences(tokens, lengths, self.tokenizer.bpe.n_ids, self.names)  # (flat ids, offsets)
+        return check_sequences(tokens, lengths, self.tokenizer.n_ids, self.names)  # (flat ids, offsets)
 
     def compute(self, items: list[Any]) -> list[dict[str, Any]]:
         p = self.params

@@ -1,10 +1,10 @@
 """Triton model ``llm_preprocess``: a drop-in for TensorRT-LLM's ``preprocessing`` (same tensors, same values).
 
 model.py: ``from triton_textops.models.llm_preprocess import TritonPythonModel``. Every query, decoder query and word
-of every request of an ``execute`` is tokenized by one BPE launch (two with bias words and a BOS template).
-Parameters: ``tokenizer_dir`` (tokenizer.json [+ tokenizer_config.json], GPT-2 files, or a .tiktoken file with
-``encoding``), ``add_special_tokens``; TensorRT-LLM's ``multimodal_model_path`` (empty: multimodal input is out of
-scope), ``gpt_model_path`` and ``max_num_images`` are accepted and unused. See docs/models.md.
+of every request of an ``execute`` is tokenized by one launch (two with bias words and a template). Parameters:
+``tokenizer_dir`` (tokenizer.json [+ tokenizer_config.json], GPT-2 files, a .tiktoken file with ``encoding``, or a
+WordPiece tokenizer.json / vocab.txt), ``add_special_tokens``; TensorRT-LLM's ``multimodal_model_path`` (empty:
+multimodal input is out of scope), ``gpt_model_path`` and ``max_num_images`` are accepted and unused.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 model.py: ``from triton_textops.models.preprocess import TritonPythonModel``. Seed tensor names:
 ``INPUT0`` → ``BERT_IDS``, ``BERT_AM``, ``TREE_FEATS``. Parameters: those of ``tokenize`` and
-``features`` (``vocab``, ``features``, ``lowercase``, ``max_length``, ``stride``,
-``return_overflowing_tokens``, ``normalize``) plus ``tensor_names`` and ``max_text_bytes``.
+``features`` (``vocab`` or ``tokenizer``, ``features``, ``lowercase``, ``max_length``, ``stride``,
+``return_overflowing_tokens``, ``normalize``) plus ``tensor_names`` and ``max_text_bytes``. A WordPiece tokenizer
+normalizing as the features do shares one text pass with them; another (``tokenizer``: a BPE, ...) takes two.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from typing import Any
 
 from triton_textops.errors import ConfigError
 from triton_textops.models.features import FEATURE_PARAMS, load_features
-from triton_textops.models.tokenize import TOKENIZER_PARAMS, load_tokenizer
 from triton_textops.models.tokenize import TritonPythonModel as Tokenize
 from triton_textops.ops.preprocess import preprocess
+from triton_textops.ops.wordpiece.normalize import NormOptions
+from triton_textops.ops.wordpiece.tokenizer import BertTokenizer
 from triton_textops.triton.base import TensorSpec, TextOpsModel
+from triton_textops.triton.tokenizer import TOKENIZER_PARAMS, encode_rows, load_tokenizer, tokenizer_params
 
 
 class TritonPythonModel(TextOpsModel):
@@ -29,11 +32,14 @@ class TritonPythonModel(TextOpsModel):
     }
     batchable = Tokenize.batchable
     wants_output = Tokenize.wants_output
+    _params = classmethod(tokenizer_params)
 
     def setup(self) -> None:
         self.tokenizer = load_tokenizer(self)
         self.features = load_features(self, "features")
-        if self.features.lowercase != self.tokenizer.lowercase:
+        wordpiece = isinstance(self.tokenizer, BertTokenizer)  # (one pass: the pre-tokens shared by rows and features)
+        self.one_pass = wordpiece and self.tokenizer.options == NormOptions.of(self.features.lowercase)
+        if wordpiece and self.features.lowercase != self.tokenizer.lowercase:
             raise ConfigError("the features artifact and the tokenizer use different casing (lowercase)")
 
     def read(self, request: Any) -> Any:
@@ -43,9 +49,14 @@ class TritonPythonModel(TextOpsModel):
         batch, counts = self.text_batch(items)
         p, tok = self.params, self.tokenizer
         overflow = p["return_overflowing_tokens"]  # (windows: staged, else one kernel; each text read once)
-        enc, feats = preprocess(tok, self.features, batch, max_length=p["max_length"], normalize=p["normalize"],
-                                dtype=self.ids_dtype(), stride=p["stride"], return_overflowing_tokens=overflow,
-                                gpu_min_batch=p["gpu_min_batch"])
+        if self.one_pass:
+            enc, feats = preprocess(tok, self.features, batch, max_length=p["max_length"], normalize=p["normalize"],
+                                    dtype=self.ids_dtype(), stride=p["stride"], return_overflowing_tokens=overflow,
+                                    gpu_min_batch=p["gpu_min_batch"])
+        else:  # another family: its rows, then the features
+            enc = encode_rows(self, batch)
+            feats = self.features.transform(batch, normalize=p["normalize"], device=self.device,
+                                            gpu_min_batch=p["gpu_min_batch"])
         mapping = enc.overflow_to_sample_mapping
         rows = self.split_rows({"input_ids": enc.input_ids, "attention_mask": enc.attention_mask,
                                 "overflow_to_sample_mapping": mapping.reshape(-1, 1)}, counts,

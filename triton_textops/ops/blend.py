@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops.xp import array_module, bincount
+from triton_textops.ops.core.xp import array_module, bincount
 
 __all__ = ["BlendRequest", "blend_requests", "blend_scores", "validate_blend_request"]
 

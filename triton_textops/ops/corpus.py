@@ -1,4 +1,4 @@
-"""Reading a corpus for fitting: texts in chunks through stage (a), bad rows named in the whole corpus.
+"""Reading a corpus for fitting: texts in chunks through normalize + pre-tokenize, bad rows named in the whole corpus.
 
 Shared by the in-memory fit (:mod:`triton_textops.ops.features`) and the Dask fit
 (:mod:`triton_textops.ops.features_dask`), so both see exactly the same pre-tokens.
@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops.text import Normalizer, PreTokens, TextBatch
+from triton_textops.ops.core.batch import TextBatch
+from triton_textops.ops.wordpiece.pretokenize import Normalizer, PreTokens
 
 FIT_CHUNK = 1024  # texts normalized at once while fitting
 

@@ -1,8 +1,8 @@
 """Optional cuDF (>= 25.10) word-piece stage: ``CharacterNormalizer`` + ``WordPieceVocabulary``.
 
 cuDF's old ``SubwordTokenizer`` was removed in 25.10; the new primitives give a list of ids per row and
-nothing else, so BERT packing (specials, truncation, windows, padding, masks) stays ours (stage (c) of
-:mod:`triton_textops.ops.tokenizer`). Known differences from the HuggingFace reference, from cuDF's
+nothing else, so BERT packing (specials, truncation, windows, padding, masks) stays ours (the post-processing stage of
+:mod:`triton_textops.ops.wordpiece.tokenizer`). Known differences from the HuggingFace reference, from cuDF's
 sources (``cpp/src/text/wordpiece_tokenize.cu``, ``normalize.hpp``): words of >= 200 *bytes* become
 ``[UNK]`` (HF: > 100 characters); the normalized text is split on ASCII space only; accents are stripped
 only when lower-casing. Our own CuPy path has none of these and is the default.
@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops.text import TextBatch
-from triton_textops.ops.xp import to_numpy
+from triton_textops.ops.core.batch import TextBatch
+from triton_textops.ops.core.xp import to_numpy
 
 
 def _texts_on_host(batch: TextBatch) -> list[str]:

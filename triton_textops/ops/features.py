@@ -1,6 +1,6 @@
 """Readability features for the tree model (the seed's 207 features), on NumPy or CuPy.
 
-Built on the tokenizer's normalization and pre-tokenization (:mod:`triton_textops.ops.text`), so one
+Built on the tokenizer's normalization and pre-tokenization (:mod:`triton_textops.ops.wordpiece.pretokenize`), so one
 pass over the text serves both the BERT inputs and these features. The specification is
 ``features.md`` (copied into the docstrings below where it matters):
 
@@ -12,7 +12,7 @@ pass over the text serves both the BERT inputs and these features. The specifica
 * normalization ``(x - mean) / std`` in float32, with mean/std (population) fitted on the corpus.
 
 Serving is one kernel (one thread per text, compiled from one source for the CPU and the GPU) over the
-stage-(a) tokens: integer counts, then float32 arithmetic in a fixed form, so both targets give
+pre-tokens: integer counts, then float32 arithmetic in a fixed form, so both targets give
 bit-identical values. Word lists are one exact hash table built once per device.
 """
 
@@ -31,36 +31,29 @@ import numpy as np
 
 from triton_textops.errors import InputError
 from triton_textops.ops import features_dask
-from triton_textops.ops import kernels as K
-from triton_textops.ops.args import allocate, check_bool, check_int
+from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.args import allocate, check_bool, check_int
+from triton_textops.ops.core.batch import TextBatch, runs_on_cpu
+from triton_textops.ops.core.hashtable import ByteTable, find_bytes
+from triton_textops.ops.core.status import SIZE_BOUND, raise_bad_rows
+from triton_textops.ops.core.xp import get_xp, resolve_device, target_of
 from triton_textops.ops.corpus import FIT_CHUNK, pretokenized_chunks
-from triton_textops.ops.hashtable import ByteTable, find_bytes
-from triton_textops.ops.text import (
+from triton_textops.ops.wordpiece.pretokenize import (
     END,
     FULL,
     HASH,
     KIND,
     NCHARS,
     NTOK,
-    SIZE_BOUND,
     START,
     STATUS,
     Normalizer,
     PreTokens,
-    TextBatch,
     fail_text,
     pos_at,
     pretok_text,
     pretokens_ok,
-    raise_bad_rows,
-    runs_on_cpu,
 )
-from triton_textops.ops.xp import get_xp, resolve_device, target_of
-
-try:
-    from numba import cuda
-except ImportError:  # pragma: no cover
-    cuda = None
 
 __all__ = [
     "ARTIFACT_FORMAT",
@@ -278,7 +271,7 @@ def features_text(t, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
             continue
         n_words += 1
         since_end += 1
-        h = int(tok[HASH, k]) & 0xFFFFFFFF  # stage (a)'s FNV-1a of the word, as the word table's keys
+        h = int(tok[HASH, k]) & 0xFFFFFFFF  # the pre-tokenizer's FNV-1a of the word, as the word table's keys
         w = find_bytes(h, data, s, e - s, 0, slots, pool, mask, max_probe)
         if w >= 0:
             if is_stop[w] != 0:
@@ -320,42 +313,34 @@ def features_text(t, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
             x[t, j] = (x[t, j] - mean[j]) / std[j]
 
 
-def _features_cpu(share, shares, n, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
-                  is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
-    for t in range(share, n, shares):
-        pretokens_ok(t, data, expand, offs, tok, txt)
-        features_text(t, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
-                      is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize)
+@K.device(inline="ir")
+def features_item(t, pre, ftab, fout):
+    """The features of text ``t`` from checked pre-tokens: groups PRE, FTAB and FOUT (:meth:`ReadabilityFeatures.kernel_args`)."""
+    data, expand, offs, tok, txt = pre
+    slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr = ftab
+    seen, cnt, x, mean, std, normalize = fout
+    pretokens_ok(t, data, expand, offs, tok, txt)
+    features_text(t, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
+                  is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize)
 
 
-def _features_gpu(n, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
-                  is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        pretokens_ok(t, data, expand, offs, tok, txt)
-        features_text(t, data, expand, offs, tok, txt, slots, pool, mask, max_probe,
-                      is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize)
+FEATURES = K.kernel(features_item)
 
 
-FEATURES = (K.cpu(_features_cpu), K.gpu(_features_gpu))
+@K.device(inline="ir")
+def features_fused_item(t, text, norm, pre, ftab, fout):
+    """Stage (a) and the features of text ``t`` by one thread (TEXT, NORM, PRE, FTAB, FOUT)."""
+    data, offs = text
+    info, npool, sp_first, sp_bytes, sp_off, n_sp = norm
+    out, expand, _, tok, txt = pre
+    slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr = ftab
+    seen, cnt, x, mean, std, normalize = fout
+    pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
+    features_text(t, out, expand, offs, tok, txt, slots, pool, mask, max_probe,
+                  is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize)
 
 
-def _fused_cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
-               slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
-    for t in range(share, n, shares):
-        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
-        features_text(t, out, expand, offs, tok, txt, slots, pool, mask, max_probe,
-                      is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize)
-
-
-def _fused_gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
-               slots, pool, mask, max_probe, is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
-        features_text(t, out, expand, offs, tok, txt, slots, pool, mask, max_probe,
-                      is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize)
-
-
-FEATURES_FUSED = (K.cpu(_fused_cpu), K.gpu(_fused_gpu))  # stage (a) + the features: one launch
+FEATURES_FUSED = K.kernel(features_fused_item)  # normalize + pre-tokenize + the features: one launch
 
 
 # ------------------------------------------------------------------------------------ the features
@@ -626,24 +611,25 @@ class ReadabilityFeatures:
         return t
 
     def kernel_args(self, device: str, n_bytes: int, x: Any, normalize: bool) -> tuple:
-        """What the features kernels read besides stage (a): word table, stop-word and column maps,
-        abbreviations, a scratch set for distinct words (4 slots per input byte), integer counters of the
-        corpus words (one row per text), the output, mean/std."""
+        """What the features kernels read besides the pre-tokens, as two groups: FTAB (word table: slots, pool, mask,
+        max_probe; stop-word and column maps, abbreviations: bytes, offsets, count) and FOUT (a scratch set for
+        distinct words, 4 slots per input byte; integer counters of the corpus words, one row per text; the
+        output; mean, std; whether to normalize)."""
         t = self._device_tables(device)
         seen = allocate(t["xp"], (4 * n_bytes,), np.int32, f"a batch of {n_bytes} bytes: its word sets", filled=False)
         cnt = t["xp"].empty(x.shape if n_bytes >= WIDE_TEXT else (1, 1), dtype=np.int32)
-        return (t["slots"], t["pool"], t["mask"], t["max_probe"], t["is_stop"], t["col"], t["abbr"],
-                t["abbr_off"], t["n_abbr"], seen, cnt, x, t["mean"], t["std"], normalize)
+        return ((t["slots"], t["pool"], t["mask"], t["max_probe"], t["is_stop"], t["col"], t["abbr"], t["abbr_off"],
+                 t["n_abbr"]), (seen, cnt, x, t["mean"], t["std"], normalize))
 
     def transform(self, texts: Any, *, normalize: bool = True, device: str = "cpu",
                   gpu_min_batch: int | None = None) -> Any:
         """Features of a batch: float32 array (n, 7 + n_common + n_rare) of the device's array module.
 
         ``texts``: list of str/bytes, NumPy object array of bytes, or a ``(data, offsets)`` pair.
-        Invalid UTF-8 raises :class:`InputError` naming the row. One kernel launch (stage (a) and the
+        Invalid UTF-8 raises :class:`InputError` naming the row. One kernel launch (normalize + pre-tokenize and the
         features of each text by one thread) and one device-to-host copy (the rows' UTF-8 status). On a
         GPU, a batch of fewer than ``gpu_min_batch`` texts runs on the CPU kernels and the features go up
-        as one copy (:data:`~triton_textops.ops.kernels.GPU_MIN_BATCH`)."""
+        as one copy (:data:`~triton_textops.ops.core.kernels.GPU_MIN_BATCH`)."""
         normalize = check_bool("normalize", normalize)
         device = resolve_device(device)
         target, xp = target_of(device), get_xp(device)
@@ -661,7 +647,7 @@ class ReadabilityFeatures:
         return x
 
     def transform_pretokens(self, pre: PreTokens, *, normalize: bool = True, check: bool = True) -> Any:
-        """Features from stage (a)'s output (the preprocess model's one normalization pass): one launch.
+        """Features from the pre-tokenizer's output (the preprocess model's one normalization pass): one launch.
 
         ``pre`` must come from ``Normalizer.get(lowercase=self.lowercase, ...)``; ``check=False`` leaves
         its UTF-8 status to the caller (:meth:`PreTokens.check`)."""
@@ -673,7 +659,7 @@ class ReadabilityFeatures:
         xp = pre.xp
         x = xp.empty((pre.n, self.n_features), dtype=np.float32)
         if pre.n:
-            K.launch(pre.target, FEATURES, pre.n, pre.data, pre.expand, pre.offs, pre.tok, pre.txt,
+            K.launch(pre.target, FEATURES, pre.n, pre.group,
                      *self.kernel_args(device_of(pre), int(pre.tok.shape[1]), x, normalize))
         if check:
             pre.check()

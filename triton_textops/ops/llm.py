@@ -1,8 +1,9 @@
-"""LLM pre/post-processing (TensorRT-LLM's ``preprocessing`` / ``postprocessing`` ensemble steps) on the BPE kernels.
+"""LLM pre/post-processing (TensorRT-LLM's ``preprocessing`` / ``postprocessing`` ensemble steps) on any tokenizer.
 
 :class:`LLMTokenizer` loads a tokenizer directory (``tokenizer.json`` [+ ``tokenizer_config.json``], GPT-2's
-``vocab.json`` + ``merges.txt`` or ``encoder.json`` + ``vocab.bpe``, or a ``.tiktoken`` file with its encoding name)
-and reproduces what TensorRT-LLM's model.py computes with ``transformers.AutoTokenizer`` (4.47) on it:
+``vocab.json`` + ``merges.txt`` or ``encoder.json`` + ``vocab.bpe``, a ``.tiktoken`` file with its encoding name, or
+any family the loader reads: a WordPiece tokenizer.json or vocab.txt) and reproduces what TensorRT-LLM's model.py
+computes with ``transformers.AutoTokenizer`` (4.47) on it:
 
 - :meth:`LLMTokenizer.preprocess`: every text of every request (queries, decoder queries, bad / stop words, bias
   words) tokenized by one ``encode`` per ``add_special_tokens`` value (one launch when the tokenizer adds no
@@ -10,8 +11,8 @@ and reproduces what TensorRT-LLM's model.py computes with ``transformers.AutoTok
   offsets padded with 0 / -1; the embedding bias summed per token id in the weights' order.
 - :meth:`LLMTokenizer.postprocess`: every sequence of every request decoded by one ``decode``; whole sequences as HF
   decodes them (U+FFFD for invalid UTF-8, ``clean_up_tokenization_spaces`` as tokenizer_config.json sets it), or
-  with ``streaming`` the exact bytes of each sequence's tokens, so a stream's outputs concatenate to the bytes of
-  all its tokens.
+  with ``streaming`` (byte-level BPE) the exact bytes of each sequence's tokens, so a stream's outputs concatenate
+  to the bytes of all its tokens.
 """
 
 from __future__ import annotations
@@ -19,16 +20,18 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe import formats as F
 from triton_textops.ops.bpe.tokenizer import BPETokenizer
+from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.files import HEAD, sniff
+from triton_textops.ops.tokenizer import Tokenizer
 
 Texts = tuple[np.ndarray, np.ndarray]  # host (uint8 bytes, int64 offsets n+1)
 # transformers' clean_up_tokenization, in its order (PreTrainedTokenizerBase.clean_up_tokenization, 4.47)
@@ -82,22 +85,75 @@ def _token_name(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+GPT2_FILES = (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe"))  # (vocabulary, merges) of GPT-2's
+
+
 def load_spec(tokenizer_dir: str | os.PathLike, encoding: str | None = None) -> F.BPESpec:
-    """The BPE of a tokenizer directory (or ``.tiktoken`` file with ``encoding``), with its tokenizer_config.json."""
+    """The BPE of a tokenizer directory (or a tokenizer.json file, or a ``.tiktoken`` file with ``encoding``), with
+    its tokenizer_config.json."""
     p = Path(tokenizer_dir)
     if p.is_file() or encoding is not None:
+        if encoding is None and _sniff(p) == "json":
+            return F.read_tokenizer_json(p, as_transformers=True)
         if encoding is None:
             raise ValueError(f"{p} is a file: a .tiktoken rank file needs the encoding parameter")
         return F.read_tiktoken(p, encoding)
     if (p / "tokenizer.json").is_file():
         return F.read_tokenizer_json(p, as_transformers=True)
-    for enc, merges in (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe")):
+    for enc, merges in GPT2_FILES:
         if (p / enc).is_file() and (p / merges).is_file():
             spec = F.read_gpt2_files(p / enc, p / merges)
             if (p / "tokenizer_config.json").is_file():
                 spec.config = json.loads((p / "tokenizer_config.json").read_bytes())
             return spec
-    raise ValueError(f"{p}: no tokenizer.json, vocab.json + merges.txt or encoder.json + vocab.bpe in it")
+    raise ValueError(f"{p}: no tokenizer.json, vocab.json + merges.txt, encoder.json + vocab.bpe or vocab.txt in it")
+
+
+def _sniff(path: Path) -> str:
+    with open(path, "rb") as f:
+        return sniff(f.read(HEAD))
+
+
+def is_bpe_source(tokenizer_dir: str | os.PathLike, encoding: str | None = None) -> bool:
+    """Whether :func:`load_spec` reads ``tokenizer_dir`` (byte-level BPE, read as transformers reads it: the
+    reference's tweaks), rather than the loader (:meth:`Tokenizer.from_pretrained`: WordPiece, ...): a tokenizer.json
+    whose ``model.type`` is not BPE, or a vocab.txt (a directory's without the BPE files, or a file of one token a
+    line), is not."""
+    p = Path(tokenizer_dir)
+    if encoding is not None or not p.exists():
+        return True
+    if p.is_file():
+        kind = _sniff(p)
+        return kind == "tiktoken" or (kind == "json" and _model_type(p) == "BPE")
+    if (p / "tokenizer.json").is_file():
+        return _model_type(p / "tokenizer.json") == "BPE"
+    return not (p / "vocab.txt").is_file() or any((p / a).is_file() and (p / b).is_file() for a, b in GPT2_FILES)
+
+
+_MODEL_TYPE = re.compile(rb'"model"\s*:\s*\{\s*"type"\s*:\s*"(\w+)"')  # (HF writes model.type first)
+
+
+def _model_type(path: Path) -> str | None:
+    """A tokenizer.json's ``model.type`` ("BPE" for a file that says none but has merges, as HF's loader reads it;
+    "BPE" for a file that is not JSON: :func:`load_spec` then says what is wrong with it)."""
+    raw = path.read_bytes()
+    found = _MODEL_TYPE.search(raw)  # (a vocabulary's "model" maps to an id, an added token's text is escaped)
+    if found is not None:
+        return found.group(1).decode()
+    try:
+        model = json.loads(raw).get("model")
+    except (ValueError, AttributeError):
+        return "BPE"
+    if not isinstance(model, dict):
+        return "BPE"
+    return model.get("type") or ("BPE" if "merges" in model else None)
+
+
+def read_config(tokenizer_dir: str | os.PathLike) -> dict[str, Any]:
+    """The tokenizer_config.json of a tokenizer directory (or beside a tokenizer file); {} when there is none."""
+    p = Path(tokenizer_dir)
+    cfg = (p if p.is_dir() else p.parent) / "tokenizer_config.json"
+    return json.loads(cfg.read_bytes()) if cfg.is_file() else {}
 
 
 SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
@@ -126,15 +182,34 @@ def add_config_specials(spec: F.BPESpec) -> None:
 
 
 class LLMTokenizer:
-    """A :class:`BPETokenizer` with what TensorRT-LLM's models read from AutoTokenizer: end and pad ids, the
-    vocabulary's length (of the embedding bias), the clean-up rule."""
+    """A tokenizer of any family with what TensorRT-LLM's models read from AutoTokenizer: end and pad ids, the
+    vocabulary's length (of the embedding bias), the clean-up rule.
+
+    Byte-level BPE (:func:`is_bpe_source`) is read as transformers reads it (:func:`load_spec` with
+    ``as_transformers``, :func:`add_config_specials`; ``bpe`` is its :class:`BPETokenizer`); another family comes
+    from the loader (:meth:`~triton_textops.ops.tokenizer.Tokenizer.from_pretrained`) and is served through the
+    protocol: the end id is tokenizer_config.json's ``eos_token`` (else the tokenizer's ``eos_id``), the pad id its
+    ``pad_token`` (else ``pad_id``, else the end id), the vocabulary's length ``vocab_size``. A ValueError says what
+    a tokenizer lacks for the LLM models (an end token)."""
 
     def __init__(self, tokenizer_dir: str | os.PathLike, *, encoding: str | None = None, device: str = "cpu",
                  gpu_min_batch: int | None = None) -> None:
+        self.gpu_min_batch = gpu_min_batch
+        self._default_outputs: dict[tuple[int, np.dtype], dict[str, np.ndarray]] = {}
+        if is_bpe_source(tokenizer_dir, encoding):
+            self._load_bpe(tokenizer_dir, encoding, device)
+        else:
+            self._load_any(tokenizer_dir, device)
+        self.n_ids = int(getattr(self.tok, "n_ids", self.tok.vocab_size))  # ids 0 .. n_ids - 1 decode
+        self.family = self.tok.family
+        self.exact_stream = self.family == "bpe"  # byte-level: a stream's decodes concatenate to its text's bytes
+        self.warm_up()
+
+    def _load_bpe(self, tokenizer_dir: str | os.PathLike, encoding: str | None, device: str) -> None:
         spec = load_spec(tokenizer_dir, encoding)
         add_config_specials(spec)
-        self.bpe = BPETokenizer(spec, device=device)
-        self.gpu_min_batch = gpu_min_batch
+        self.tok = self.bpe = BPETokenizer(spec, device=device)
+        self._encode_kw: dict[str, Any] = {"allowed_special": "all", "gpu_min_batch": self.gpu_min_batch}
         cfg = spec.config
         eos = _token_name(cfg.get("eos_token"))
         if eos is None and (b"<|endoftext|>" in spec.vocab or "<|endoftext|>" in self.bpe.added):
@@ -147,14 +222,43 @@ class LLMTokenizer:
         self.vocab_len = len(set(spec.vocab.values()) | {a.id for a in spec.added})  # len(tokenizer.vocab)
         self.clean_up = bool(cfg.get("clean_up_tokenization_spaces", False))  # transformers 4.47's default
         self.has_template = bool(spec.prefix or spec.suffix)
-        self._default_outputs: dict[tuple[int, np.dtype], dict[str, np.ndarray]] = {}
-        self.warm_up()
+
+    def _load_any(self, tokenizer_dir: str | os.PathLike, device: str) -> None:
+        tok = self.tok = Tokenizer.from_pretrained(tokenizer_dir, device=device)
+        self.bpe = None
+        self._encode_kw = {"gpu_min_batch": self.gpu_min_batch}
+        cfg = read_config(tokenizer_dir)
+
+        def special(key: str, fallback: int | None) -> int | None:
+            name = _token_name(cfg.get(key))
+            if name is None:
+                return fallback
+            tid = tok.token_to_id(name)
+            if tid is None:
+                raise ValueError(f"tokenizer_config.json's {key} {name!r} is not a token of the {tok.family} "
+                                 f"tokenizer in {tokenizer_dir}")
+            return int(tid)
+
+        end = special("eos_token", tok.eos_id)
+        if end is None:
+            raise ValueError(f"{tokenizer_dir}: the {tok.family} tokenizer has no end token (no eos_token in "
+                             "tokenizer_config.json): the LLM models need it for END_ID")
+        self.end_id = end
+        pad = special("pad_token", tok.pad_id)  # (a file's padding names it too, as transformers reads it)
+        self.pad_id = end if pad is None else pad  # TensorRT-LLM: pad_token = eos_token when unset
+        spec = getattr(tok, "spec", None)  # transformers turns the file's truncation / padding off for a call that
+        if spec is not None and (spec.truncation or spec.padding):  # asks for neither: so do we
+            self.tok = tok = type(tok)(spec=replace(spec, truncation=None, padding=None), device=device)
+        self.vocab_len = int(tok.vocab_size)  # len(tokenizer.vocab)
+        self.clean_up = bool(cfg.get("clean_up_tokenization_spaces", False))  # transformers 4.47's default
+        plain, framed = (tok.encode([""], add_special_tokens=f) for f in (False, True))
+        self.has_template = len(K.to_host(framed.ids, tok.target)) != len(K.to_host(plain.ids, tok.target))
 
     def warm_up(self) -> None:
         """Compile (or load from numba's cache) the kernels a request runs, on the CPU and, for a GPU tokenizer
         taking batches of ``gpu_min_batch`` texts, on the GPU: at load, not on the first request."""
         raw = WARM_UP.encode()
-        sizes = {1, 2, self.gpu_min_batch or 1} if self.bpe.target != "cpu" else {1, 2}  # (one text: its own path)
+        sizes = {1, 2, self.gpu_min_batch or 1} if self.tok.target != "cpu" else {1, 2}  # (one text: its own path)
         for n in sorted(sizes):
             texts = (np.frombuffer(raw * n, np.uint8), np.arange(n + 1, dtype=np.int64) * len(raw))
             self.encode_groups([texts], [True])
@@ -182,9 +286,8 @@ class LLMTokenizer:
                 shift = np.cumsum([0] + [texts[i][0].shape[0] for i in idx[:-1]])
                 offsets = np.concatenate([[0]] + [texts[i][1][1:] + s for i, s in zip(idx, shift)]).astype(np.int64)
             # every added token is matched in the text, as HF's encode does (tiktoken files: encode(allowed_special="all"))
-            r = self.bpe.encode((data, offsets), add_special_tokens=flag, allowed_special="all",
-                                gpu_min_batch=self.gpu_min_batch)
-            ids, off = K.to_host(r.ids, self.bpe.target), K.to_host(r.offsets, self.bpe.target)
+            r = self.tok.encode((data, offsets), add_special_tokens=flag, **self._encode_kw)
+            ids, off = K.to_host(r.ids, self.tok.target), K.to_host(r.offsets, self.tok.target)
             start = 0
             for i in idx:
                 n = texts[i][1].shape[0] - 1
@@ -260,7 +363,7 @@ class LLMTokenizer:
                          streaming: bool = False) -> list[bytes]:
         """UTF-8 of each sequence: HF's ``batch_decode`` (U+FFFD for invalid bytes, the clean-up rule), or with
         ``streaming`` the exact bytes of its tokens."""
-        raw = self.bpe.decode(ids, offsets, skip_special_tokens=skip_special_tokens)
+        raw = self.tok.decode(ids, offsets, skip_special_tokens=skip_special_tokens, errors=None)
         if streaming:
             return raw  # type: ignore[return-value]
         texts = [b.decode("utf-8", "replace") for b in raw]  # type: ignore[union-attr]

@@ -1,7 +1,7 @@
 """The preprocess step of the readability pipeline as ONE kernel: BERT rows and tree features per text.
 
-A thread takes a text through stage (a) (:func:`~triton_textops.ops.text.pretok_text`), WordPiece and
-packing (:func:`~triton_textops.ops.wordpiece.encode_text`) and the features
+A thread takes a text through normalization and pre-tokenization (:func:`~triton_textops.ops.wordpiece.pretokenize.pretok_text`), WordPiece and
+packing (:func:`~triton_textops.ops.wordpiece.postprocess.encode_text`) and the features
 (:func:`~triton_textops.ops.features.features_text`): the text is read once, the tokens stay in the
 thread's cache, and a batch costs one launch and one device-to-host copy (the rows' UTF-8 status).
 Overflow windows change the number of rows, so they take the staged path instead.
@@ -14,40 +14,34 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops import kernels as K
-from triton_textops.ops.args import check_bool
+from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.args import check_bool
+from triton_textops.ops.core.batch import TextBatch
+from triton_textops.ops.core.status import raise_bad_rows
 from triton_textops.ops.features import ReadabilityFeatures, features_text
-from triton_textops.ops.text import FULL, STATUS, TextBatch, pretok_text, raise_bad_rows
-from triton_textops.ops.tokenizer import BertTokenizer, Encoding
-from triton_textops.ops.wordpiece import encode_text
-
-try:
-    from numba import cuda
-except ImportError:  # pragma: no cover
-    cuda = None
+from triton_textops.ops.wordpiece.postprocess import encode_text
+from triton_textops.ops.wordpiece.pretokenize import FULL, STATUS, pretok_text
+from triton_textops.ops.wordpiece.tokenizer import BertTokenizer, Encoding
 
 
-def _cpu(share, shares, n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
-         vocab, slots, pool, rows, mapping, content, specials,
-         fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
-    for t in range(share, n, shares):
-        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
-        encode_text(t, out, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
-        features_text(t, out, expand, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,
-                      seen, cnt, x, mean, std, normalize)
+@K.device(inline="ir")
+def preprocess_item(t, text, norm, pre, voc, out, content, specials, ftab, fout):
+    """Stage (a), WordPiece rows and the features of text ``t`` by one thread (the groups of
+    :mod:`~triton_textops.ops.wordpiece.postprocess` and :meth:`ReadabilityFeatures.kernel_args`)."""
+    data, offs = text
+    info, npool, sp_first, sp_bytes, sp_off, n_sp = norm
+    nbuf, expand, _, tok, txt = pre
+    vocab, slots, pool = voc
+    rows, mapping = out
+    fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr = ftab
+    seen, cnt, x, mean, std, normalize = fout
+    pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, nbuf, expand, tok, txt, FULL)
+    encode_text(t, nbuf, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
+    features_text(t, nbuf, expand, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,
+                  seen, cnt, x, mean, std, normalize)
 
 
-def _gpu(n, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt,
-         vocab, slots, pool, rows, mapping, content, specials,
-         fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr, seen, cnt, x, mean, std, normalize):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        pretok_text(t, data, offs, info, npool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, FULL)
-        encode_text(t, out, expand, offs, tok, txt, vocab, slots, pool, rows, mapping, t, 1, content, content, specials)
-        features_text(t, out, expand, offs, tok, txt, fslots, fpool, fmask, fprobe, is_stop, col, abbr, abbr_off, n_abbr,
-                      seen, cnt, x, mean, std, normalize)
-
-
-PREPROCESS = (K.cpu(_cpu), K.gpu(_gpu))
+PREPROCESS = K.kernel(preprocess_item)
 
 
 def preprocess(tok: BertTokenizer, feats: ReadabilityFeatures, texts: Any, *, max_length: int = 128,
@@ -55,9 +49,9 @@ def preprocess(tok: BertTokenizer, feats: ReadabilityFeatures, texts: Any, *, ma
                gpu_min_batch: int | None = None) -> tuple[Encoding, Any]:
     """BERT rows (``[CLS] … [SEP]``, truncated to ``max_length``, padded) and the features of every text,
     in one launch on the tokenizer's device. Invalid UTF-8 raises :class:`InputError` naming the row. With
-    overflow windows (rows no longer match texts) stage (a) runs once and feeds both, staged. On a GPU, a
+    overflow windows (rows no longer match texts) normalization and pre-tokenization run once and feed both, staged. On a GPU, a
     batch of fewer than ``gpu_min_batch`` texts runs on the CPU kernels and the ids, mask and features go
-    up as one copy (:data:`~triton_textops.ops.kernels.GPU_MIN_BATCH`)."""
+    up as one copy (:data:`~triton_textops.ops.core.kernels.GPU_MIN_BATCH`)."""
     if not isinstance(tok, BertTokenizer) or not isinstance(feats, ReadabilityFeatures):
         raise InputError("preprocess takes a BertTokenizer and a ReadabilityFeatures")
     if feats.lowercase != tok.lowercase:
@@ -83,7 +77,7 @@ def preprocess(tok: BertTokenizer, feats: ReadabilityFeatures, texts: Any, *, ma
     txt = xp.empty((3, n), dtype=np.int64)
     if n:
         K.launch(tok.target, PREPROCESS, n, *norm.stage_args(batch, tok.special_bytes, txt),
-                 *tok.wordpiece_args(), rows, mapping, lay.content, True,
+                 tok.wordpiece_args(), (rows, mapping), lay.content, True,
                  *feats.kernel_args(tok.device, nb, x, normalize))
     raise_bad_rows(K.to_host(txt[STATUS], tok.target))
     return Encoding(rows[0], rows[1], rows[2], mapping), x

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from triton_textops.ops.xp import _cupy
+from triton_textops.ops.core.xp import _cupy
 from triton_textops.testing import pb_utils as pb
 from triton_textops.triton import config as cfgmod
 

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from triton_textops.ops.xp import _cupy
+from triton_textops.ops.core.xp import _cupy
 
 _log = logging.getLogger("triton_python_backend_utils")
 

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from triton_textops.errors import ConfigError, InputError
-from triton_textops.ops.kernels import GPU_MIN_BATCH, set_num_threads
-from triton_textops.ops.text import TextBatch, invalid_utf8_rows, pack_host
-from triton_textops.ops.xp import get_xp, to_numpy, tune_host_allocator
+from triton_textops.ops.core.batch import TextBatch, pack_host
+from triton_textops.ops.core.kernels import GPU_MIN_BATCH, set_num_threads
+from triton_textops.ops.core.utf8 import invalid_utf8_rows
+from triton_textops.ops.core.xp import get_xp, to_numpy, tune_host_allocator
 from triton_textops.triton import io
 from triton_textops.triton.params import Param, parse_parameters
 

@@ -1,5 +1,6 @@
 """Shared glue of the LLM models (``llm_preprocess``, ``llm_postprocess``): their parameters, the tokenizer they
-load, and TensorRT-LLM's multimodal tensors refused at load (multimodal preprocessing is out of scope)."""
+load (any family: :class:`~triton_textops.ops.llm.LLMTokenizer`), and TensorRT-LLM's multimodal tensors refused at
+load (multimodal preprocessing is out of scope)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from triton_textops.triton.params import Param
 
 LLM_PARAMS = [
     Param("tokenizer_dir", "path", help="tokenizer.json [+ tokenizer_config.json], GPT-2's vocab.json + merges.txt "
-          "or encoder.json + vocab.bpe, or a .tiktoken file (with encoding)"),
+          "or encoder.json + vocab.bpe, a .tiktoken file (with encoding), or another family the loader reads (a "
+          "WordPiece tokenizer.json or vocab.txt, with tokenizer_config.json naming its eos_token)"),
     Param("encoding", "choice", default=None, choices=tuple(ENCODINGS),
           help="the encoding of a .tiktoken tokenizer_dir (its pattern and special tokens)"),
 ]
@@ -60,12 +62,16 @@ class LLMModel(TextOpsModel):
         return super().bind_config(cfg, params, names)
 
     def setup(self) -> None:
-        p = self.params
+        p, model = self.params, self.model_config.get("name", "?")
         try:
-            self.tokenizer = LLMTokenizer(p["tokenizer_dir"], encoding=p["encoding"], device=self.device,
-                                          gpu_min_batch=p["gpu_min_batch"])
-        except (ValueError, FileNotFoundError) as e:
-            raise ConfigError(f"model '{self.model_config.get('name', '?')}': tokenizer_dir: {e}") from None
+            self.tokenizer = tok = LLMTokenizer(p["tokenizer_dir"], encoding=p["encoding"], device=self.device,
+                                                gpu_min_batch=p["gpu_min_batch"])
+        except (ValueError, FileNotFoundError) as e:  # (ConfigError is a ValueError)
+            raise ConfigError(f"model '{model}': tokenizer_dir: {e}") from None
+        if p.get("streaming") and not tok.exact_stream:
+            raise ConfigError(f"model '{model}': streaming: tokenizer_dir is a {tok.family} tokenizer, whose deltas "
+                              "do not decode to pieces of the text (spaces go between its tokens): streaming needs "
+                              "a byte-level BPE tokenizer")
 
     def model_config_dtype(self, role: str) -> Any:
         """NumPy dtype of the config tensor playing ``role`` (the spec's type when the config leaves it out)."""

@@ -7,12 +7,7 @@ this way concatenate to exactly the decode of the whole stream.
 
 from __future__ import annotations
 
-try:
-    from numba import cuda
-except ImportError:  # pragma: no cover - numba without its CUDA target: GPU entry points never compiled
-    cuda = None
-
-from triton_textops.ops import kernels as K
+from triton_textops.ops.core import kernels as K
 
 D_POOL, D_OFF, D_SKIP = range(3)  # the decode tuple: byte pool, offsets per id (n_ids + 1), skip flag per id
 
@@ -55,25 +50,5 @@ def write_text(t, ids, offsets, dec, skip, out_off, out):
             o += 1
 
 
-def _count_cpu(share, shares, n, ids, offsets, dec, skip, counts):
-    for t in range(share, n, shares):
-        count_text(t, ids, offsets, dec, skip, counts)
-
-
-def _count_gpu(n, ids, offsets, dec, skip, counts):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        count_text(t, ids, offsets, dec, skip, counts)
-
-
-def _write_cpu(share, shares, n, ids, offsets, dec, skip, out_off, out):
-    for t in range(share, n, shares):
-        write_text(t, ids, offsets, dec, skip, out_off, out)
-
-
-def _write_gpu(n, ids, offsets, dec, skip, out_off, out):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        write_text(t, ids, offsets, dec, skip, out_off, out)
-
-
-DECODE_COUNT = (K.cpu(_count_cpu), K.gpu(_count_gpu))
-DECODE_WRITE = (K.cpu(_write_cpu), K.gpu(_write_gpu))
+DECODE_COUNT = K.kernel(count_text)
+DECODE_WRITE = K.kernel(write_text)

@@ -14,19 +14,22 @@ applied).
 
 from __future__ import annotations
 
-try:
-    from numba import cuda
-except ImportError:  # pragma: no cover - numba without its CUDA target: GPU entry points never compiled
-    cuda = None
-
 import numpy as np
 
-from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe.limits import L_LEFT_PAD, L_LEFT_TRUNC, L_PAD_ID
 from triton_textops.ops.bpe.merge import encode_piece
 from triton_textops.ops.bpe.nfc import nfc_quick, nfc_write
 from triton_textops.ops.bpe.pretok import CL_S, CL_W, SCANNERS, cls_at, pretoken_end
-from triton_textops.ops.text import utf8_valid
+from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.status import (  # (-1 - status in a count row)
+    BAD_SPAN,
+    BAD_UTF8,
+    DISALLOWED,
+    MAX_TEXT_BYTES,
+    SIZE_BOUND,
+    TOO_LONG,
+)
+from triton_textops.ops.core.utf8 import utf8_valid
 
 # cfg (int64 array) entries
 C_PREFIX_SPACE, C_MULT, C_EXTRA, C_NPRE, C_NSUF, C_IDS = range(6)  # then the prefix and suffix ids
@@ -37,9 +40,6 @@ A_POOL, A_OFF, A_ID, A_FLAGS, A_FIRST = range(5)
 TWO_BITS = 259  # where the bitset starts in by_first
 # added-token flags: split it out / refuse it / match it after normalizing; HF's lstrip, rstrip, single_word
 F_MATCH, F_DISALLOWED, F_NORMALIZED, F_LSTRIP, F_RSTRIP, F_SINGLE_WORD = 1, 2, 4, 8, 16, 32
-# status of a text (count row): why it has no ids
-BAD_UTF8, SIZE_BOUND, BAD_SPAN, DISALLOWED, TOO_LONG = 1, 2, 3, 6, 5  # (0: fine)
-MAX_TEXT_BYTES = (1 << 31) - 1 - 64  # longest text: scratch indices are int32 within a text's region
 # the scratch tuple: normalized bytes (written), merge work rows, ids, and the normalized bytes again as the text's
 # buffer type (read-only on the CPU): every scanner and merge then compiles for one buffer type, not two
 S_NBUF, S_WORK, S_IDS, S_NBUF_READ, S_CACHE = range(5)  # S_CACHE: the merge cache (merge.CACHE_SHAPE): a row per
@@ -61,8 +61,8 @@ def match_at(buf, pos, end, adds, normalized):
         if first[b] == first[b + 1]:
             continue
         if p + 1 < end:  # no token starts with these two bytes: the usual case. Llama-3's 256 specials all start
-            # with "<|", and HTML has a "<" every few bytes: on a Llama-3-style file HTML ran at 19 MB/s before this
-            # check and 148-217 after, 171-252 with no added tokens (a scratch script, alternating runs)
+            # with "<|", and HTML has a "<" every few bytes: without this check HTML on a Llama-3-style file spent
+            # most of its time here (figures: benchmarks/RESULTS.md, Design measurements, ops/bpe/encode.py)
             two = (np.int64(b) << 8) | np.int64(buf[p + 1])
             if ((first[TWO_BITS + (two >> 6)] >> (two & 63)) & 1) == 0:
                 continue
@@ -305,17 +305,7 @@ def compact_text(t, offsets, cfg, ids, cnt, drop, lim, out_off, out):
         out[k] = pad
 
 
-def _compact_cpu(share, shares, n, offsets, cfg, ids, cnt, drop, lim, out_off, out):
-    for t in range(share, n, shares):
-        compact_text(t, offsets, cfg, ids, cnt, drop, lim, out_off, out)
-
-
-def _compact_gpu(n, offsets, cfg, ids, cnt, drop, lim, out_off, out):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        compact_text(t, offsets, cfg, ids, cnt, drop, lim, out_off, out)
-
-
-COMPACT = (K.cpu(_compact_cpu), K.gpu(_compact_gpu))
+COMPACT = K.kernel(compact_text)
 
 
 @K.device
@@ -352,32 +342,26 @@ def write_row(t, offsets, cfg, ids, cnt, rows, pad_id, left_pad, left_trunc):
 # Text t tokenized into its scratch region (the count in cnt[t]), then, when ``rows`` has rows (ragged output
 # passes none), written as row t. The entry points call the two stages directly, and bpe_text and the stages under it
 # (encode_span, encode_gap) are inlined by numba: each separately compiled function between the kernel and the
-# merge step cost ~1-2 s of a cold compile (kernels.device).
+# merge step added to a cold compile (kernels.device).
 # On the CPU the texts are taken in chunks by the threads (kernels.run_cpu_chunked): thread ``slot`` of ``slots`` uses
 # its own merge work columns and merge cache row.
-def _rows_cpu(slot, slots, chunk, chunks, n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad,
-              left_trunc):
-    wb = slot * (scr[S_WORK].shape[1] // slots)  # this thread's merge work columns
-    for t in range(chunk, n, chunks):
-        bpe_text(t, slot, wb, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
-        if rows.shape[1] > 0:
-            write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
-
-
-def _rows_gpu(n, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, rows, pad_id, left_pad, left_trunc):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        bpe_text(t, 0, -1, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)  # (no merge cache on the GPU)
-        if rows.shape[1] > 0:
-            write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
-
-
+@K.device(inline="ir")
+def bpe_rows_item(t, slot, slots, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt, out):
+    """Text ``t`` into its scratch region and, when ``out``'s rows have rows, into row ``t``. ``slot`` of ``slots``:
+    the CPU worker, whose merge work columns and merge cache row it uses (``slots`` 0 on the GPU: no merge cache).
+    Group OUT: (rows int (2, n, width) or (2, 0, 0) for ragged output, pad_id, left_pad, left_trunc)."""
+    rows, pad_id, left_pad, left_trunc = out
+    wb = slot * (scr[S_WORK].shape[1] // slots) if slots > 0 else -1
+    bpe_text(t, slot, wb, data, offsets, voc, ctab, adds, ntab, cfg, scr, cnt)
+    if rows.shape[1] > 0:
+        write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
 
 
 def encode_kernels(family: int, nfc: bool, ranked: bool = False) -> tuple:
     """The encode kernel pair of a format: one kernel for ragged ids and fixed rows (a second copy of the whole
     encoder would double the compile time), compiled with the family's scanner, NFC when the format has it, and
     for a rank file (``ranked``) tiktoken's pair rule (:func:`~triton_textops.ops.bpe.merge.pair_at_span`), and
-    nothing else (each unused scanner or normalizer compiled in cost ~1-3 s of a cold load)."""
+    nothing else (each unused scanner or normalizer compiled in would lengthen a cold load)."""
     bind = ((("pretoken_end", SCANNERS[family]),) if family in SCANNERS else ()) \
         + ((("normalize", "normalize_nfc"),) if nfc else ()) + ((("pair_at", "pair_at_span"), ("pair_near", "span_pair")) if ranked else ())
-    return K.variant(_rows_cpu, _rows_gpu, bind, chunked=True)
+    return K.kernel(bpe_rows_item, bind, chunked=True)

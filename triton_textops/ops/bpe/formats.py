@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from triton_textops.ops.core.files import check_text
+
 # ------------------------------------------------------------------------------------------- patterns
 GPT2, CL100K, QWEN2, O200K, WHOLE = range(5)  # pre-tokenizer families (WHOLE: a segment is one pre-token)
 _O200K = "|".join([
@@ -175,7 +177,9 @@ def read_tiktoken(path: str | os.PathLike, encoding: str) -> BPESpec:
         raise ValueError(f"encoding must be one of {', '.join(ENCODINGS)}, got {encoding!r}")
     family, specials, nfc = ENCODINGS[encoding]
     vocab: dict[bytes, int] = {}
-    for n, line in enumerate(_read_bytes(path, "tiktoken rank file").splitlines(), 1):
+    data = _read_bytes(path, "tiktoken rank file")
+    check_text(data, path, "tiktoken rank file")
+    for n, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         parts = line.split()

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe.formats import BPESpec
+from triton_textops.ops.core import kernels as K
 
 SHORT = 48  # pieces of more symbols use the heap
 # the merge cache of the CPU kernels, a row per kernel share: pieces of up to CACHE_PIECE bytes that were merged ->
@@ -121,8 +121,8 @@ def tail_same(buf, lo, hi, voc, tid):
     n = hi - lo
     if n >= 255 and off[tid + 1] - a != n:  # (a slot's tag holds the length up to 254: past it, read it)
         return False
-    for k in range(8, n):  # (unsigned indices: no negative-index wrap; comparing words cost the GPU kernels ~20
-        if pool[np.uint64(a + k)] != buf[np.uint64(lo + k)]:  # registers a thread)
+    for k in range(8, n):  # (unsigned indices: no negative-index wrap; comparing words cost the GPU kernels
+        if pool[np.uint64(a + k)] != buf[np.uint64(lo + k)]:  # registers, which tests/ptx watch)
             return False
     return True
 
@@ -197,7 +197,7 @@ def span_pair(buf, lo, sym, nxt, base, n, a, b, voc):
 @K.device
 def pair_at_span(buf, lo, sym, nxt, base, n, a, b, voc):
     """:func:`span_pair` not inlined: each call site of an inlined one compiles its own copy of the hash and the
-    lookup (the heap's three call sites: +1-2 s of a cold load)."""
+    lookup (the heap's three call sites: three more copies in every cold load)."""
     return span_pair(buf, lo, sym, nxt, base, n, a, b, voc)
 
 

@@ -47,13 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from triton_textops.ops import kernels as K
-from triton_textops.ops.text import pack_host
-
-try:
-    from numba import cuda
-except ImportError:  # pragma: no cover - numba without its CUDA target: GPU entry points never compiled
-    cuda = None
+from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.batch import pack_host
 
 BLOCK_SHIFT = 7
 BLOCK_MASK = (1 << BLOCK_SHIFT) - 1
@@ -151,7 +146,7 @@ def nfc_info(cp, tabs):
 @K.device(inline=True)
 def nfc_decode(data, i, hi):
     """(code point, length) of the UTF-8 sequence at ``data[i]``, ``i < hi``, for bytes already checked to be
-    UTF-8 (cheaper than :func:`~triton_textops.ops.text.utf8_at`, which validates). A sequence that is cut by
+    UTF-8 (cheaper than :func:`~triton_textops.ops.core.utf8.utf8_at`, which validates). A sequence that is cut by
     ``hi`` or does not start with a lead byte, or a value past U+10FFFF, gives (-1, 1): never a read outside
     ``data[i:hi]`` nor the tables."""
     b0 = int(data[i])
@@ -181,8 +176,8 @@ def nfc_quick(data, lo, hi, tabs):
     """False when ``data[lo:hi]`` is certainly NFC already (no code point with QC_BIT, and the combining classes
     of consecutive marks never decrease), True when NFC may change it: UAX #15's quick check, on HF's tables
     (sound: the generator and the tests check that False never comes with a text NFC changes). One two-level
-    table lookup per non-ASCII code point, none for ASCII (no QC_BIT and class 0: checked by the generator);
-    ~400 MB/s of ASCII, ~220-270 MB/s of Latin-1 or Hangul syllables on one core here. Common text in NFC
+    table lookup per non-ASCII code point, none for ASCII (no QC_BIT and class 0: checked by the generator;
+    speed: benchmarks/RESULTS.md, Design measurements, ops/bpe/nfc.py: nfc_quick). Common text in NFC
     (precomposed Latin, Hangul syllables, CJK, ...) answers False. Bytes that are not UTF-8 answer True.
     Reads only ``data[lo:hi]`` (``0 <= lo <= hi <= len(data)``: the caller's span) and the tables."""
     last = 0
@@ -517,17 +512,7 @@ def nfc_text(t, data, offs, out, oofs, olen, tabs, quick):
     olen[t] = end - o if end >= 0 else -1
 
 
-def _nfc_cpu(share, shares, n, data, offs, out, oofs, olen, tabs, quick):
-    for t in range(share, n, shares):
-        nfc_text(t, data, offs, out, oofs, olen, tabs, quick)
-
-
-def _nfc_gpu(n, data, offs, out, oofs, olen, tabs, quick):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        nfc_text(t, data, offs, out, oofs, olen, tabs, quick)
-
-
-NFC_KERNEL = (K.cpu(_nfc_cpu), K.gpu(_nfc_gpu))
+NFC_KERNEL = K.kernel(nfc_text)
 
 
 def nfc_normalize(texts: Sequence[str | bytes], target: str = "cpu", xp: Any = np, *, tables: tuple | None = None,

@@ -10,9 +10,10 @@ Classes come from ``data/bpe_classes.npz``, measured on tiktoken and cross-check
 ``scripts/gen_bpe_tables.py`` (never from the running Python's ``unicodedata``). The input is valid UTF-8
 (checked before), so code points are decoded without checks, but never past ``end``.
 
-The small helpers are inlined into the scanners (a call passes the class tables' arrays field by field: measured
-~2x the kernel's time when nothing was inlined); the four scanners are not inlined into the kernel (one call per
-pre-token; inlining them all cost ~30% more compile time for no measurable speed).
+The small helpers are inlined into the scanners (a call passes the class tables' arrays field by field, as costly
+as the rest of the kernel's work when nothing was inlined); the four scanners are not inlined into the kernel (one
+call per pre-token; inlining them all added compile time for no measurable speed). Figures: benchmarks/RESULTS.md,
+Design measurements, ops/bpe/pretok.py.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from triton_textops.ops import kernels as K
 from triton_textops.ops.bpe.formats import CL100K, GPT2, O200K, QWEN2
 from triton_textops.ops.bpe.merge import U1, U7, word_at
+from triton_textops.ops.core import kernels as K
 
 CL_L, CL_N, CL_S, CL_UP, CL_LO, CL_W = 1, 2, 4, 8, 16, 32  # bits of the class table (see the script)
 APOS, CR, LF, SPACE, SLASH = 39, 13, 10, 32, 47

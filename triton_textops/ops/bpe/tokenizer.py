@@ -7,35 +7,26 @@ padded rows + mask (one launch, one copy: the statuses), ``decode`` the bytes of
 
 from __future__ import annotations
 
-import copy
 import os
 import threading
 import weakref
 from collections.abc import Collection
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, Literal
 
 import numpy as np
 
-from triton_textops.errors import InputError
-from triton_textops.ops import kernels as K
-from triton_textops.ops.args import allocate, check_bool, check_ids_dtype, check_int
+from triton_textops.errors import ConfigError, InputError
 from triton_textops.ops.bpe import formats as F
 from triton_textops.ops.bpe.decode import DECODE_COUNT, DECODE_WRITE
 from triton_textops.ops.bpe.encode import (
-    BAD_SPAN,
-    BAD_UTF8,
     COMPACT,
-    DISALLOWED,
     F_DISALLOWED,
     F_LSTRIP,
     F_MATCH,
     F_NORMALIZED,
     F_RSTRIP,
     F_SINGLE_WORD,
-    SIZE_BOUND,
-    TOO_LONG,
     TWO_BITS,
     encode_kernels,
 )
@@ -43,21 +34,18 @@ from triton_textops.ops.bpe.limits import limits_array, plan_limits
 from triton_textops.ops.bpe.merge import CACHE_HEAD, CACHE_SHAPE, N_WORK_ROWS, Vocab
 from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_normalize, nfc_tables
 from triton_textops.ops.bpe.pretok import class_tables
-from triton_textops.ops.text import TextBatch, runs_on_cpu
-from triton_textops.ops.xp import get_xp, resolve_device, target_of
+from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.args import allocate, check_bool, check_ids_dtype, check_int
+from triton_textops.ops.core.batch import TextBatch
+from triton_textops.ops.core.output import Ragged, Rows
+from triton_textops.ops.core.placement import Placed
+from triton_textops.ops.core.rows import window_rows
+from triton_textops.ops.core.status import raise_bad_counts
 
-STATUS_TEXT = {
-    BAD_UTF8: "text is not valid UTF-8",
-    SIZE_BOUND: "internal size bound exceeded",
-    BAD_SPAN: "its offsets are not a non-decreasing span inside the byte buffer",
-    DISALLOWED: "the text contains a disallowed special token (pass it in allowed_special, or leave "
-                "disallowed_special empty to encode it as text)",
-    TOO_LONG: "text too long: a text may have at most 2 GiB - 65 bytes",
-}
 Specials = Literal["all"] | Collection[str] | None
 _NO_ROWS = np.empty((2, 0, 0), dtype=np.int64)  # the encode kernel's rows argument for ragged output
 _ONE_DATA = 5  # the text buffer's index in a one-text call's arguments: (slot, slots, chunk, chunks, n, data, ...)
-_ONE_OFFSETS = np.zeros(2, dtype=np.int64)  # a one-text result's offsets, copied (~3x faster than np.array)
+_ONE_OFFSETS = np.zeros(2, dtype=np.int64)  # a one-text result's offsets, copied (faster than np.array)
 _NO_TEXT = np.frombuffer(b"", dtype=np.uint8)  # the data slot of a one-text plan between calls
 _frombuffer = np.frombuffer  # (a global, not an attribute lookup, in the one-text path)
 _COUNTS = K.COUNTS
@@ -65,33 +53,6 @@ _INT64 = np.int64
 SCRATCH_KEEP = 1 << 22  # scratch entries (~29 bytes each) a CPU thread keeps between calls
 _POOL = threading.local()  # those arrays (nbuf, ids, work), shared by every tokenizer the thread runs: the kernels
 # write a text's ids there and copy them out before the call returns, so no result refers to them
-
-
-@dataclass
-class Ragged:
-    """Token ids of ``n`` texts: ``ids`` (flat int64) and ``offsets`` (int64, n+1), on the tokenizer's device."""
-
-    ids: Any
-    offsets: Any
-
-    def __len__(self) -> int:
-        return int(self.offsets.shape[0]) - 1
-
-    def tolist(self) -> list[list[int]]:
-        ids, off = K.to_host(self.ids, "cuda" if not isinstance(self.ids, np.ndarray) else "cpu"), self.offsets
-        off = off if isinstance(off, np.ndarray) else off.get()
-        return [ids[off[i]:off[i + 1]].tolist() for i in range(len(off) - 1)]
-
-
-@dataclass
-class Rows:
-    """Fixed-length rows: ``input_ids`` and ``attention_mask`` (n, max_length), on the tokenizer's device."""
-
-    input_ids: Any
-    attention_mask: Any
-
-    def __getitem__(self, key: str) -> Any:
-        return getattr(self, key)
 
 
 def _one_span(texts: Any) -> tuple[np.ndarray, int, int] | None:
@@ -119,25 +80,15 @@ class _OnePlan:
     max_end: int
 
 
-def _raise_bad(counts: np.ndarray) -> None:
-    if counts.shape[0] == 1 and counts[0] >= 0:
-        return
-    bad = np.flatnonzero(counts < 0)
-    if bad.size:
-        r = int(bad[0])
-        code = int(-1 - counts[r])
-        raise InputError(f"row {r}: {STATUS_TEXT.get(code, f'status {code}')}", rows=bad.astype(np.int64))
-
-
-class BPETokenizer:
+class BPETokenizer(Placed):
     """Byte-level BPE (GPT-2, r50k/p50k, cl100k / Llama-3, Qwen2, o200k) from a tiktoken rank file, an HF
-    ``tokenizer.json`` or GPT-2's ``encoder.json`` + ``vocab.bpe``; ``device`` "cpu", "cuda" or "auto"."""
+    ``tokenizer.json`` or GPT-2's ``encoder.json`` + ``vocab.bpe``; ``device`` "cpu", "cuda" or "auto". Implements
+    the :class:`~triton_textops.ops.tokenizer.Tokenizer` protocol."""
+
+    family = "bpe"
 
     def __init__(self, spec: F.BPESpec, *, device: str = "cpu") -> None:
         self.spec = spec
-        self.device = resolve_device(device)
-        self.target = target_of(self.device)
-        self.xp: ModuleType = get_xp(self.device)
         self.tables = Vocab(spec)
         self.n_ids = self.tables.n_ids
         self.added = {a.content.decode("utf-8", "surrogateescape"): a for a in spec.added}
@@ -162,10 +113,9 @@ class BPETokenizer:
         self._cfg_host = np.array([int(spec.add_prefix_space), self.mult,
                                    1 + len(spec.prefix) + len(spec.suffix), len(spec.prefix), len(spec.suffix)]
                                   + spec.prefix + spec.suffix, dtype=np.int64)
-        self._place()
+        self._set_device(device)
         if self.target == "cpu":  # the default options' tables, and the loading thread's merge cache and one-text
-            # plan, made now rather than in the first call (a new cl100k / gpt2 tokenizer's first encode took
-            # 0.3-0.8 ms more than its next ones, here)
+            # plan, made now rather than in the first call (which would then take longer than the next ones)
             self._one_plan(_NO_TEXT, 0, 0, True, None, ())
 
     def _place(self) -> None:
@@ -182,19 +132,6 @@ class BPETokenizer:
         self._options: dict[Any, tuple] = {}
         self._tls = threading.local()
         self._one_cpu = t == "cpu" and self._limits is None  # encode's one-text path applies (_encode_one)
-        self._cpu: BPETokenizer | None = None  # (not itself on the CPU: a cycle would keep a dropped tokenizer,
-        # and its merge cache, until the garbage collector's next pass)
-
-    def on_cpu(self) -> BPETokenizer:
-        """This tokenizer on the CPU (itself, or a twin sharing the tables, made once)."""
-        if self.target == "cpu":
-            return self
-        if self._cpu is None:
-            twin = copy.copy(self)
-            twin.device, twin.target, twin.xp = "cpu", "cpu", np
-            twin._place()
-            self._cpu = twin
-        return self._cpu
 
     # ------------------------------------------------------------------------------------- loading
 
@@ -214,6 +151,18 @@ class BPETokenizer:
             return cls(F.read_gpt2_files(os.path.join(d, "encoder.json"), os.path.join(d, "vocab.bpe")),
                        device=device)
         return cls(F.read_tokenizer_json(d), device=device)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, *, device: str = "cpu", encoding: str | None = None) -> BPETokenizer:
+        """One file known by its content: a byte-level BPE ``tokenizer.json``, or a ``.tiktoken`` rank file
+        (``encoding`` its tiktoken name, else known by its file name or number of ranks), as
+        :meth:`triton_textops.Tokenizer.from_file`, which this must be."""
+        from triton_textops.ops.tokenizer import load_file  # noqa: PLC0415 (the loader imports this module)
+
+        tok = load_file(path, device=device, encoding=encoding)
+        if not isinstance(tok, cls):
+            raise ConfigError(f"{os.fspath(path)}: a {tok.family} tokenizer, not a byte-level BPE one")
+        return tok
 
     @classmethod
     def from_gpt2_files(cls, encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike, *,
@@ -256,7 +205,7 @@ class BPETokenizer:
             first[258 if f & F_NORMALIZED else 257] += 1
             two[(c[0] << 8) | c[1] if len(c) > 1 else slice(c[0] << 8, (c[0] + 1) << 8)] = True
         first[TWO_BITS:] = np.packbits(two, bitorder="little").view("<i8")  # (word w, bit i: the pair w * 64 + i;
-        # packing a reversed view by rows took ~160 us, most of a new tokenizer's first call)
+        # packing a reversed view by rows was most of a new tokenizer's first call)
         got = tuple(K.to_device(a, self.target, self.xp) for a in (
             pool, off, np.array([i for _, i, _ in items] or [0], dtype=np.int64),
             np.array([f for _, _, f in items] or [0], dtype=np.int64), first))
@@ -325,10 +274,8 @@ class BPETokenizer:
         arrays of up to :data:`SCRATCH_KEEP` entries are kept by their thread (:data:`_POOL`, for every tokenizer
         it runs) and reused: a kernel only needs them large enough. Small batches spent more time allocating than
         tokenizing, and a large batch's first touch of fresh pages took as long as its tokenizing; kept per
-        tokenizer, each new tokenizer's first large batch paid those page faults again (the Austen corpus on a new
-        cl100k / o200k / gpt2 tokenizer, 8 alternating rounds here with the thread's arrays emptied or kept: median
-        51 / 97 / 47 MB/s against 102 / 112 / 84; a noisy machine, best of 8 108 / 121 / 100 against 120 / 118 /
-        105)."""
+        tokenizer, each new tokenizer's first large batch paid those page faults again (figures:
+        benchmarks/RESULTS.md, Design measurements, ops/bpe/tokenizer.py: _scratch)."""
         xp = self.xp
         pool = _POOL if self.target == "cpu" else None
         nsize = size if self.mult > 1 or self.spec.nfc else 1  # (no normalized copy: a placeholder)
@@ -374,9 +321,15 @@ class BPETokenizer:
                 one = _one_span(texts)
                 if one is not None:
                     return self._encode_one(*one, add_special_tokens, allowed_special, disallowed_special)
-        if runs_on_cpu(self.target, texts, gpu_min_batch):
-            r = self.on_cpu().encode(texts, add_special_tokens=add_special_tokens, allowed_special=allowed_special,
-                                     disallowed_special=disallowed_special)
+        return self._encode_batch(texts, add_special_tokens, allowed_special, disallowed_special, gpu_min_batch,
+                                  self._limits)
+
+    def _encode_batch(self, texts: Any, add_special_tokens: Any, allowed_special: Specials,
+                      disallowed_special: Specials, gpu_min_batch: Any, limits: Any) -> Ragged:
+        """:meth:`encode` of a batch, the file's truncation / padding applied when ``limits`` (None: all ids)."""
+        if self.runs_on_cpu(texts, gpu_min_batch):
+            r = self.on_cpu()._encode_batch(texts, add_special_tokens, allowed_special, disallowed_special, None,
+                                            limits)
             ids, off = K.to_device_many([r.ids, r.offsets], self.target, self.xp)
             return Ragged(ids, off)
         batch = TextBatch.from_texts(texts, self.xp, self.target)
@@ -385,14 +338,14 @@ class BPETokenizer:
         xp = self.xp
         cnt = xp.empty(n, dtype=np.int64)
         if n:
-            K.launch(self.target, self._encode, n, *args, cnt, xp.empty((2, 0, 0), dtype=np.int64), 0, False, False)
+            K.launch(self.target, self._encode, n, *args, cnt, (xp.empty((2, 0, 0), dtype=np.int64), 0, False, False))
         host = K.to_host(cnt, self.target)
-        _raise_bad(host)
+        raise_bad_counts(host)
         drop, cut = self._no_drop, None
-        if self._limits is not None:  # the file's truncation / padding: planned here, applied by COMPACT
+        if limits is not None:  # the file's truncation / padding: planned here, applied by COMPACT
             specials = check_bool("add_special_tokens", add_special_tokens)  # (checked by _launch_args)
             npre, nsuf = (len(self.spec.prefix), len(self.spec.suffix)) if specials else (0, 0)
-            host, cut = plan_limits(host, npre, nsuf, *self._limits)
+            host, cut = plan_limits(host, npre, nsuf, *limits)
         off = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(host, out=off[1:])
         if cut is not None and cut.shape[0]:  # (one upload)
@@ -420,13 +373,13 @@ class BPETokenizer:
         off[1] = hi
         args = plan.args
         args[_ONE_DATA] = data
-        _COUNTS["launch"] += 1  # (K.launch_entry's counts, here: its call cost 0.1 us of a ~2.2 us one-text call)
+        _COUNTS["launch"] += 1  # (K.launch_entry's counts, here: its call was a visible part of a one-text call)
         _COUNTS["launch_cpu"] += 1
         plan.entry(*args)
         args[_ONE_DATA] = _NO_TEXT  # (the plan outlives the call: it keeps no caller's buffer alive)
         n = plan.counts.item()
         if n < 0:
-            _raise_bad(plan.counts)
+            raise_bad_counts(plan.counts)
         base = self.mult * lo  # the text's scratch region (encode.bpe_text)
         out_off = _ONE_OFFSETS.copy()
         out_off[1] = n
@@ -442,7 +395,7 @@ class BPETokenizer:
                                  allowed, disallowed)
         counts = np.empty(1, dtype=np.int64)
         offsets = np.zeros(2, dtype=np.int64)
-        call = [0, 1, 0, 1, 1, data, offsets, *args[2:], counts, _NO_ROWS, 0, False, False]
+        call = [0, 1, 0, 1, 1, data, offsets, *args[2:], counts, (_NO_ROWS, 0, False, False)]
         work, ids = args[7][1:3]
         extra = self._opts(add_special_tokens, allowed, disallowed)[2]
         room = min(ids.shape[0] - 1, work.shape[1])  # a text's region: mult * end + extra entries of both
@@ -458,26 +411,45 @@ class BPETokenizer:
         return plan
 
     def encode_rows(self, texts: Any, *, max_length: int | None = None, padding_side: str = "right",
-                    truncation_side: str = "right", add_special_tokens: bool = True,
-                    allowed_special: Specials = None, disallowed_special: Specials = (), pad_id: int | None = None,
-                    dtype: str = "int64", gpu_min_batch: int | None = None) -> Rows:
+                    truncation_side: str = "right", stride: int = 0, return_overflowing_tokens: bool = False,
+                    add_special_tokens: bool = True, allowed_special: Specials = None,
+                    disallowed_special: Specials = (), pad_id: int | None = None, dtype: str = "int64",
+                    gpu_min_batch: int | None = None) -> Rows:
         """Padded rows + attention mask (HF's ``padding``/``truncation``: the template's specials are kept, the
         content is cut on ``truncation_side``). ``max_length`` None: the longest text's length (a counting
-        pass first). ``pad_id``: default the tokenizer's pad token (tokenizer_config.json), else 0."""
+        pass first). ``pad_id``: default the tokenizer's pad token (tokenizer_config.json), else 0.
+        ``return_overflowing_tokens``: every text's content in windows of ``max_length`` less the template,
+        ``stride`` ids overlapping, each a row (HF's overflowing encodings, in its order), with
+        ``overflow_to_sample_mapping``; the windows are framed on the host from the ragged ids."""
         for name, v in (("padding_side", padding_side), ("truncation_side", truncation_side)):
             if v not in ("left", "right"):
                 raise InputError(f"{name} must be 'left' or 'right', got {v!r}")
         dt = check_ids_dtype(dtype)
         pad = self.pad_id if pad_id is None else check_int("pad_id", pad_id, -(1 << 31), (1 << 31) - 1)
+        pad = 0 if pad is None else pad
         specials = check_bool("add_special_tokens", add_special_tokens)
         n_fixed = len(self.spec.prefix) + len(self.spec.suffix) if specials else 0
+        stride = check_int("stride", stride, 0)
+        if check_bool("return_overflowing_tokens", return_overflowing_tokens):
+            if max_length is None:
+                raise InputError("return_overflowing_tokens needs max_length (the windows' length)")
+            width = check_int("max_length", max_length, n_fixed + 1, (1 << 31) - 1)
+            if stride >= width - n_fixed:
+                raise InputError(f"stride={stride} must be smaller than the content length per window "
+                                 f"(max_length - special tokens = {width - n_fixed})")
+            r = self._encode_batch(texts, False, allowed_special, disallowed_special, None, None)
+            ids, mask, mapping = window_rows(
+                K.to_host(r.ids, self.target), K.to_host(r.offsets, self.target), width=width, stride=stride,
+                prefix=self.spec.prefix if specials else [], suffix=self.spec.suffix if specials else [],
+                pad_id=pad, left_pad=padding_side == "left", left_trunc=truncation_side == "left", dtype=dt.type)
+            return Rows(*K.to_device_many([ids, mask, np.zeros_like(ids), mapping], self.target, self.xp))
         if max_length is None:
             r = self.encode(texts, add_special_tokens=specials, allowed_special=allowed_special,
                             disallowed_special=disallowed_special, gpu_min_batch=gpu_min_batch)
             lens = np.diff(K.to_host(r.offsets, self.target))
             max_length = max(int(lens.max()) if lens.size else 0, n_fixed, 1)
         width = check_int("max_length", max_length, max(n_fixed, 1), (1 << 31) - 1)
-        if runs_on_cpu(self.target, texts, gpu_min_batch):
+        if self.runs_on_cpu(texts, gpu_min_batch):
             r = self.on_cpu().encode_rows(texts, max_length=width, padding_side=padding_side,
                                           truncation_side=truncation_side, add_special_tokens=specials,
                                           allowed_special=allowed_special, disallowed_special=disallowed_special,
@@ -489,33 +461,78 @@ class BPETokenizer:
         rows = allocate(self.xp, (2, n, width), dt.type, f"max_length={width}: {n} rows of ids and mask")
         cnt = self.xp.zeros(n, dtype=np.int64)
         if n:
-            K.launch(self.target, self._encode, n, *args, cnt, rows, pad, padding_side == "left",
-                     truncation_side == "left")
-        _raise_bad(K.to_host(cnt, self.target))
+            K.launch(self.target, self._encode, n, *args, cnt, (rows, pad, padding_side == "left",
+                     truncation_side == "left"))
+        raise_bad_counts(K.to_host(cnt, self.target))
         return Rows(rows[0], rows[1])
 
-    @property
-    def pad_id(self) -> int:
-        """The pad token's id from tokenizer_config.json (``pad_token``), else 0."""
-        tok = self.spec.config.get("pad_token")
+    def _config_id(self, key: str) -> int | None:
+        """The id of the token tokenizer_config.json names under ``key`` (a string or an AddedToken dict)."""
+        tok = self.spec.config.get(key)
         if isinstance(tok, dict):
             tok = tok.get("content")
-        if isinstance(tok, str):
-            a = self.added.get(tok)
-            if a is not None:
-                return a.id
-            i = self.spec.vocab.get(tok.encode())
-            if i is not None:
-                return i
-        return 0
+        return self.token_to_id(tok) if isinstance(tok, str) else None
+
+    @property
+    def pad_id(self) -> int | None:
+        """The pad token's id from tokenizer_config.json (``pad_token``), else None (rows pad with 0)."""
+        return self._config_id("pad_token")
+
+    @property
+    def bos_id(self) -> int | None:
+        """The BOS token's id from tokenizer_config.json (``bos_token``), else None."""
+        return self._config_id("bos_token")
+
+    @property
+    def eos_id(self) -> int | None:
+        """The EOS token's id from tokenizer_config.json (``eos_token``), else ``<|endoftext|>``'s when the file
+        has it (GPT-2's and tiktoken's end of text), else None."""
+        got = self._config_id("eos_token")
+        return got if got is not None else self.token_to_id("<|endoftext|>")
+
+    @property
+    def unk_id(self) -> int | None:
+        """None: byte-level BPE has no unknown token (every byte is a token)."""
+        return self._config_id("unk_token")
+
+    @property
+    def vocab_size(self) -> int:
+        """How many distinct ids the tokenizer has, added tokens included (HF's ``get_vocab_size(True)``)."""
+        return len(set(self.spec.vocab.values()) | {a.id for a in self.spec.added})
+
+    def token_to_id(self, token: str | bytes) -> int | None:
+        """The id of ``token``: an added token's content, a vocabulary string in the byte-level alphabet (HF's
+        form: ``"Ġhello"``), or the token's raw bytes; None when there is none."""
+        if isinstance(token, bytes):
+            a = self.added.get(token.decode("utf-8", "surrogateescape"))
+            return a.id if a is not None else self.spec.vocab.get(token)
+        if not isinstance(token, str):
+            raise InputError(f"token must be str or bytes, got {type(token).__name__}")
+        a = self.added.get(token)
+        if a is not None:
+            return a.id
+        raw = F._unmap(token)
+        return self.spec.vocab.get(raw) if raw is not None else None
+
+    def id_to_token(self, i: int) -> str | None:
+        """The token of id ``i`` as HF names it: an added token's content, else its bytes in the byte-level
+        alphabet; None for an id the tokenizer does not have."""
+        i = check_int("id", i)
+        names = self.__dict__.get("_names")
+        if names is None:
+            names = {v: "".join(F.BYTE_CHAR[b] for b in k) for k, v in self.spec.vocab.items()}
+            names.update({a.id: a.content.decode("utf-8", "surrogateescape") for a in self.spec.added})
+            self._names = names
+        return names.get(i)
 
     # ------------------------------------------------------------------------------------- decoding
 
     def decode(self, ids: Any, offsets: Any, *, skip_special_tokens: bool = False,
-               errors: str | None = None) -> list[bytes] | list[str]:
-        """Each text's token bytes (``ids`` flat, ``offsets`` n+1, host or device). ``errors="replace"`` gives
-        str, invalid UTF-8 replaced by U+FFFD as HF's ByteLevel decoder does. An id outside the vocabulary is an
-        :class:`InputError` naming the row."""
+               errors: str | None = "strict") -> list[bytes] | list[str]:
+        """Each text of ``ids`` (flat, ``offsets`` n+1, host or device) as str: ``errors="strict"`` (an
+        :class:`InputError` naming the row when its tokens' bytes are not UTF-8), ``"replace"`` (U+FFFD for invalid
+        UTF-8, as HF's ByteLevel decoder), or ``None``: each text's token bytes. An id outside the vocabulary is an
+        :class:`InputError` naming the row, the position and the id."""
         skip = check_bool("skip_special_tokens", skip_special_tokens)
         if errors not in (None, "replace", "strict"):
             raise InputError(f"errors must be None, 'replace' or 'strict', got {errors!r}")
@@ -535,8 +552,11 @@ class BPETokenizer:
         if bad.size:
             r = int(bad[0])
             k = int(-1 - host[r])
-            why = "its offsets are not a span inside ids" if k == 1 << 40 else f"token {k} is not an id of the " \
-                  f"vocabulary (0 .. {self.n_ids - 1})"
+            if k == 1 << 40:
+                why = "its offsets are not a span inside ids"
+            else:
+                bad_id = int(K.to_host(ids[int(K.to_host(offsets[r:r + 1], t)[0]) + k:][:1], t)[0])
+                why = f"token {k} is {bad_id}, not an id of the vocabulary (0 .. {self.n_ids - 1})"
             raise InputError(f"row {r}: {why}", rows=bad.astype(np.int64))
         out_off = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(host, out=out_off[1:])
@@ -547,6 +567,14 @@ class BPETokenizer:
         texts = [raw[out_off[i]:out_off[i + 1]] for i in range(n)]
         if errors is None:
             return texts
+        if errors == "strict":
+            for r, b in enumerate(texts):
+                try:
+                    b.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise InputError(f"row {r}: its tokens' bytes are not UTF-8 at byte {e.start} (decode with "
+                                     "errors='replace' for U+FFFD, or errors=None for the bytes)",
+                                     rows=np.array([r], dtype=np.int64)) from None
         return [b.decode("utf-8", errors) for b in texts]
 
     def token_bytes(self, i: int) -> bytes:
@@ -561,8 +589,9 @@ CACHES_FREE = 2  # merge caches (~3.1 MB a kernel share) a thread keeps for toke
 def _thread_cache(owner: BPETokenizer, shares: int) -> tuple[np.ndarray, np.ndarray]:
     """A merge cache of ``shares`` rows for ``owner`` on the calling thread, emptied: the last one that a gone
     tokenizer left on this thread, else a new one. So a tokenizer made to replace another (a reload, a cold
-    instance) writes no fresh pages: a new cache (its 256 KB of slots a share set) took 0.1-0.5 ms here, emptying
-    a kept one ~15-100 us. When ``owner`` goes, its cache is kept for the next (:data:`CACHES_FREE` at most a
+    instance) writes no fresh pages: emptying a kept cache costs a fraction of making a new one (its 256 KB of
+    slots a share set; figures: benchmarks/RESULTS.md, Design measurements, ops/bpe/tokenizer.py: _thread_cache).
+    When ``owner`` goes, its cache is kept for the next (:data:`CACHES_FREE` at most a
     thread, the rest freed). A gone tokenizer's entries are never read: the head and the slots are reset."""
     spares = _POOL.__dict__.setdefault("spare_caches", [])
     slots, ents, nbytes, nids = CACHE_SHAPE

@@ -232,7 +232,7 @@ def train(out_dir: str | os.PathLike[str], config: TrainConfig | None = None, *,
     from sklearn.linear_model import RidgeCV
 
     from triton_textops.ops.features import ReadabilityFeatures
-    from triton_textops.ops.tokenizer import BertTokenizer
+    from triton_textops.ops.wordpiece.tokenizer import BertTokenizer
 
     cfg = config or TrainConfig()
     out_dir = Path(out_dir)
@@ -271,7 +271,7 @@ def train(out_dir: str | os.PathLike[str], config: TrainConfig | None = None, *,
 
     tok = BertTokenizer.from_vocab(vocab_path())
     emb_rows = np.concatenate([enc_train, test])
-    enc = tok.encode([texts[i] for i in emb_rows], max_length=cfg.max_length)
+    enc = tok.encode_rows([texts[i] for i in emb_rows], max_length=cfg.max_length)
     ids, mask = np.asarray(enc.input_ids), np.asarray(enc.attention_mask)
     encoder = onnx.load(str(encoder_path()))
     session = ort.InferenceSession(regressor_onnx(encoder).SerializeToString(), providers=["CPUExecutionProvider"])

@@ -68,13 +68,14 @@ _MODULES = {
     BERT: "triton_textops.models.onnx_regressor",
     CUML: "triton_textops.models.forest",
 }
-# dynamic batching max_queue_delay_microseconds by default: 0 (was 100). benchmarks/perf.py tune (issue 27, CPU):
-# preprocess at 0 us gave 1.08-1.10x the throughput of 100 us at concurrency 1 and 1.06-1.14x at 64, the same at 8;
-# what queues while an instance is busy is still batched. One value for both devices (--device changes only the
-# instance_group kind); GPU not measured yet.
+# dynamic batching max_queue_delay_microseconds by default: 0 (was 100). On the CPU (benchmarks/perf.py tune, issue
+# 27) preprocess had more throughput with no delay than with 100 us at concurrency 1 and 64 (the same at 8): what
+# queues while an instance is busy is still batched. One value for both devices (--device changes only the
+# instance_group kind); GPU not measured yet. (Figures: benchmarks/RESULTS.md, Design measurements,
+# tools/repo/generate.py.)
 DEFAULT_QUEUE_DELAY_US = 0
 # Parameters create_repository sets itself; preprocess_params may not override them.
-_OWN_PREPROCESS_PARAMS = ("vocab", "features", "max_length")
+_OWN_PREPROCESS_PARAMS = ("vocab", "tokenizer", "features", "max_length")
 
 
 class RepositoryError(ValueError):
@@ -190,8 +191,9 @@ def _check_preprocess_params(params: Mapping[str, Any], features_lowercase: bool
     out: dict[str, str] = {}
     for key, value in params.items():
         if key in _OWN_PREPROCESS_PARAMS:
+            use = "vocab" if key == "tokenizer" else key  # (the repository's tokenizer is the vocab= file it copies)
             raise RepositoryError(
-                f"preprocess_params: '{key}' is set by create_repository (use its {key}= option)"
+                f"preprocess_params: '{key}' is set by create_repository (use its {use}= option)"
             )
         if key not in known:
             raise RepositoryError(

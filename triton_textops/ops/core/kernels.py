@@ -6,11 +6,15 @@ How one source serves both targets:
   their module-level names. :func:`cpu` and :func:`gpu` compile a *copy* of such a function whose globals
   map every other ``device`` function to the same target's compiled version (``numba.njit`` on the CPU,
   ``numba.cuda.jit(device=True)`` on the GPU), so the very same code object is compiled for both.
-- Each kernel is a pair of 3-line entry points, one per target, over items ``share, share + shares, ...``:
-  on the GPU a thread's share of a grid-stride loop, on the CPU a worker thread's share (the compiled
-  code releases the GIL, so :func:`run_cpu` runs the shares on a small thread pool at once). Only these
-  loops differ. A kernel of uneven items (BPE encode) is :class:`Chunked`: its threads take chunks of the batch
-  as they finish (:func:`run_cpu_chunked`).
+- A kernel is ONE per-item body, a device function ``body(t, *groups)`` (``body(t, slot, slots, *groups)`` for a
+  :class:`Chunked` one), and :func:`kernel` generates its two entry points from it: on the GPU a grid-stride loop
+  over ``t``, on the CPU a worker thread's share ``share, share + shares, ...`` (the compiled code releases the GIL,
+  so :func:`run_cpu` runs the shares on a small thread pool at once). Only these generated loops differ. A kernel
+  of uneven items (BPE encode) is :class:`Chunked`: its threads take chunks of the batch as they finish
+  (:func:`run_cpu_chunked`); ``slot`` is the CPU worker (its own scratch), ``slots`` 0 on the GPU.
+- A kernel's arrays travel as named groups: tuples whose fields each stage module documents once with index
+  constants (``TEXT``: data, offsets; a vocabulary's tables; ...), so no entry point takes more than ~12
+  arguments; the body unpacks them and calls the stages with plain arrays.
 - Under ``NUMBA_ENABLE_CUDASIM=1`` the GPU entry points run in numba-cuda's simulator on NumPy arrays:
   CI, which has no GPU, runs the GPU kernels and compares them with the CPU ones.
 
@@ -32,20 +36,19 @@ import numba
 import numpy as np
 from numba.core import caching as _caching
 
-from triton_textops.ops import jitcache
+from triton_textops.ops.core import jitcache
 
 SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 jitcache.install(_caching)  # our kernels' on-disk cache: by the sources' content, not their path (see jitcache)
 # GPU placement: on a GPU device, a batch of fewer texts runs on the CPU kernels and only its outputs go up.
-# The GPU kernels run one thread per text, and one GPU thread is far slower than a CPU core: estimated (not
-# yet measured on a GPU) at a few hundred us of serial work for a ~1 KB excerpt through stage (a), WordPiece
-# and the features, against 15-30 us on one core here. A batch of n texts then takes about that one-thread
-# time on the GPU (the texts run in parallel) and n x 25 us / cores on the CPU: the crossover is ~12 texts per
-# CPU core, 24 on 2 cores, ~190 on 16. 64 is that estimate for a few cores; the ``gpu_min_batch`` keyword and
-# model parameter override it (0: always the GPU).
+# The GPU kernels run one thread per text, and one GPU thread is far slower than a CPU core: a batch of n texts
+# takes about one text's serial time on the GPU (the texts run in parallel) and n texts' time shared by the cores
+# on the CPU, so below a crossover that grows with the cores the CPU is faster. 64 is an estimate of it for a few
+# cores (not yet measured on a GPU); the ``gpu_min_batch`` keyword and model parameter override it (0: always the
+# GPU). Figures: benchmarks/RESULTS.md, Design measurements, ops/core/kernels.py: GPU_MIN_BATCH.
 GPU_MIN_BATCH = 64
 COUNTS: defaultdict[str, int] = defaultdict(int)  # "launch" (and "launch_cpu" / "launch_cuda"), "d2h", "h2d": since
-# the last reset (not a Counter: its increments took ~0.1 us each, of a one-text encode of ~3 us)
+# the last reset (not a Counter: its increments were a visible part of a one-text encode)
 
 _DEVICE: dict[str, Callable] = {}  # name -> plain function, for every @device function
 _INLINE: set[str] = set()  # the small hot ones, inlined into their callers on the CPU
@@ -58,21 +61,20 @@ def device(fn: Callable | None = None, *, inline: bool | str = False) -> Any:
     ``@device(inline=True)`` is for small functions called per word or per piece: on the CPU LLVM inlines
     them into their callers (``forceinline``). Otherwise a call between separately compiled njit
     functions that is over LLVM's inlining threshold passes every array argument field by field on the
-    stack: measured here ~18 ns a call, as much as the hash lookup it made. In-process A/B runs (512
-    paragraphs, one thread) had the features kernel 12-26% and the encode kernel 15-20% faster inlined, at
-    the same compile time; numba's own ``inline="always"`` was as fast but took 1.5-1.8 s more compile per
-    kernel. On the GPU, NVVM inlines device functions itself.
+    stack, as costly as the small work it calls (a hash lookup): inlined, the hot kernels run faster at the
+    same compile time. numba's own ``inline="always"`` is as fast but compiles longer. On the GPU, NVVM
+    inlines device functions itself. (Figures: benchmarks/RESULTS.md, Design measurements,
+    ops/core/kernels.py: device(inline=True).)
 
     ``@device(inline="ir")`` is for a stage of a kernel: a large function called from one place between the kernel
     and the device functions it calls (BPE's ``bpe_text`` -> ``encode_span`` -> ``encode_gap``). numba inlines
     it into its caller's numba IR (``inline="always"``), so it is never compiled on its own. Compiled on its own,
     each function is a library with its callees linked in, and numba optimizes and emits machine code for the
-    whole library again at every level of the chain: measured here, the BPE kernel's three stages took 3.6 of
-    its 9.8 s of LLVM time in a cold compile. Inlined, the first encode compiled in 11.2-12.1 s against
-    12.8-15.9 s (cl100k) and 12.4-15.2 against 15.1-17.4 s (o200k), alternating fresh processes, and the kernel
-    ran 3-10% faster (fewer calls passing the table tuples field by field). Only for a function with one call
-    site: each call site types and compiles its own copy (numba typing a larger function costs more, so
-    inlining the merge step as well saved LLVM time but not total time)."""
+    whole library again at every level of the chain (a large part of the BPE kernel's cold compile). Inlined, the
+    first encode compiles sooner and the kernel runs faster (fewer calls passing the table tuples field by field).
+    Only for a function with one call site: each call site types and compiles its own copy (numba typing a larger
+    function costs more, so inlining the merge step as well saved LLVM time but not total time).
+    (Figures: benchmarks/RESULTS.md, Design measurements, ops/core/kernels.py: device(inline="ir").)"""
 
     if inline not in (False, True, "ir"):
         raise ValueError(f"device(inline=...): False, True or 'ir', not {inline!r}")
@@ -146,9 +148,9 @@ def _wide(t: Any) -> Any:
 
 def _one_signature(disp: Any) -> Any:
     """Make the CPU dispatcher ``disp`` compile one version for every caller: numba would compile another
-    for each literal constant (``find_bytes(..., 0, ...)``) and each integer width a call site passes.
-    Measured here: 6 extra compilations of 5 device functions, 3 s of the preprocess kernel's cold compile
-    (16.6 -> 13.6 s)."""
+    for each literal constant (``find_bytes(..., 0, ...)``) and each integer width a call site passes, each one
+    more cold compilation of the same code (figures: benchmarks/RESULTS.md, Design measurements,
+    ops/core/kernels.py: _one_signature)."""
     get = disp.get_call_template
 
     def get_call_template(args: tuple, kws: dict) -> Any:
@@ -164,7 +166,7 @@ def _compiled(name: str, target: str, bind: Bind = ()) -> Callable:
     if target == "cpu":
         # no NRT: device code never allocates, and calls then skip reference counting. No Python or C
         # wrapper: only kernels call device functions, and each wrapper (unboxing every array argument)
-        # was compiled again in every caller's module (measured: 1.3 s of a 12 s cold compile)
+        # was compiled again in every caller's module, a share of every cold compile
         if name in _IR_INLINE:  # (never compiled on its own: no cache, no signature)
             return numba.njit(inline="always", nogil=True, _nrt=False, no_cpython_wrapper=True,
                               no_cfunc_wrapper=True)(fn)
@@ -179,18 +181,18 @@ def cpu(fn: Callable, bind: Bind = ()) -> Callable:
     """The CPU entry point of a kernel: ``njit(nogil=True, cache=True)`` of ``fn(share, shares, n, ...)``, its
     device calls bound to their CPU versions (``bind``: a variant, see :func:`variant`).
 
-    Why not ``parallel=True`` with ``prange``: measured here, parfor lowering doubled the compile time
-    of a kernel (10 s more for the fused encode kernel; the whole load must stay under ~15 s), and waking
-    numba's pool for a batch of one text cost more than the text. Shares run on :func:`run_cpu`'s threads
-    instead, with the same number of threads numba would use by default. Compiled without numba's
-    reference counting (``_nrt=False``): kernels never allocate, and every call of a device function
-    then skips an incref/decref per array argument (measured: WordPiece 132 -> 56 ns per piece here)."""
+    Why not ``parallel=True`` with ``prange``: parfor lowering adds much to a kernel's compile time (the
+    whole load must stay under ~15 s), and waking numba's pool for a batch of one text cost more than the
+    text. Shares run on :func:`run_cpu`'s threads instead, with the same number of threads numba would use by
+    default. Compiled without numba's reference counting (``_nrt=False``): kernels never allocate, and every
+    call of a device function then skips an incref/decref per array argument, a large part of a short call
+    (figures: benchmarks/RESULTS.md, Design measurements, ops/core/kernels.py: cpu)."""
     return numba.njit(nogil=True, cache=True, _nrt=False, no_cfunc_wrapper=True)(_clone(fn, "cpu", bind))
 
 
 _THREADS = [numba.config.NUMBA_NUM_THREADS]
 _POOL: list[Any] = [None]
-PARALLEL_MIN_ITEMS = 8  # below this a batch runs in the calling thread (handing work over costs ~20-50 us)
+PARALLEL_MIN_ITEMS = 8  # below this a batch runs in the calling thread (handing work over costs more than it saves)
 
 
 def set_num_threads(n: int | None) -> None:
@@ -225,7 +227,7 @@ def run_cpu(kernel: Callable, n: int, *args: Any) -> None:
         f.result()
 
 
-CHUNKS_PER_THREAD = 8  # chunks of a batch per thread for a chunked kernel (each chunk: one call, ~5-10 us)
+CHUNKS_PER_THREAD = 8  # chunks of a batch per thread for a chunked kernel (each chunk: one call, with its overhead)
 MIN_CHUNK_ITEMS = 16  # ... but no fewer items per chunk than this
 
 
@@ -297,6 +299,69 @@ def variant(cpu_fn: Callable, gpu_fn: Callable, bind: Bind, chunked: bool = Fals
 
 VARIANTS: dict[str, tuple[Callable, _LazyGpu]] = {}  # every kernel variant made so far, by name (tests/ptx)
 
+_LOOP_CPU = """def {name}(share, shares, n, {args}):
+    for t in range(share, n, shares):
+        {body}(t, {args})
+"""
+_LOOP_GPU = """def {name}(n, {args}):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        {body}(t, {args})
+"""
+_CHUNKED_CPU = """def {name}(slot, slots, chunk, chunks, n, {args}):
+    for t in range(chunk, n, chunks):
+        {body}(t, slot, slots, {args})
+"""
+_CHUNKED_GPU = """def {name}(n, {args}):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        {body}(t, 0, 0, {args})
+"""
+
+
+@functools.cache
+def loops(body: Callable, chunked: bool = False) -> tuple[Callable, Callable]:
+    """The CPU and GPU loops over a kernel's items, generated from its per-item ``body`` (a :func:`device`
+    function): plain functions, compiled by :func:`cpu` / :func:`gpu`. They are compiled as code of the body's file
+    (at its line: tracebacks and numba's on-disk cache point there), named ``<body>__cpu`` / ``<body>__gpu``."""
+    if _DEVICE.get(body.__name__) is not body:
+        raise RuntimeError(f"kernel body {body.__name__} must be a @device function")
+    BODIES.add(body.__name__)
+    code = body.__code__
+    lead = 3 if chunked else 1
+    params = code.co_varnames[lead:code.co_argcount]
+    if code.co_flags & 0x0C or body.__defaults__ or not 0 < len(params) <= MAX_KERNEL_ARGS:
+        raise RuntimeError(f"kernel body {body.__name__}: (t{', slot, slots' if chunked else ''}, then 1 to "
+                           f"{MAX_KERNEL_ARGS} groups), no defaults, *args or **kwargs")
+    try:
+        from numba import cuda  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - numba without its CUDA target: GPU loops never compiled
+        cuda = None
+    out = []
+    for suffix, tmpl in (("cpu", _CHUNKED_CPU if chunked else _LOOP_CPU), ("gpu", _CHUNKED_GPU if chunked else _LOOP_GPU)):
+        name = f"{body.__name__}__{suffix}"
+        src = "\n" * (code.co_firstlineno - 1) + tmpl.format(name=name, args=", ".join(params), body=body.__name__)
+        glb = {body.__name__: body, "cuda": cuda, "__name__": body.__module__}
+        exec(compile(src, code.co_filename, "exec"), glb)  # noqa: S102 - our own template, no outside input
+        fn = glb[name]
+        fn.__module__ = body.__module__
+        fn.__qualname__ = name
+        out.append(fn)
+    return out[0], out[1]
+
+
+MAX_KERNEL_ARGS = 12  # groups a kernel body takes after its item arguments
+BODIES: set[str] = set()  # the device functions that are a kernel's per-item body (called by its generated loops)
+
+
+def kernel(body: Callable, bind: Bind = (), chunked: bool = False) -> tuple[Callable, _LazyGpu]:
+    """The kernel pair (CPU entry, GPU entry) that runs ``body(t, *groups)`` for items ``t = 0 .. n-1``
+    (:func:`loops`), its device calls bound as ``bind`` says (:func:`variant`)."""
+    return variant(*loops(body, chunked), bind, chunked)
+
+
+def cpu_kernel(body: Callable) -> Callable:
+    """The CPU entry alone of a kernel that only ever runs on host arrays (no GPU half: nothing for tests/ptx)."""
+    return cpu(loops(body)[0])
+
 
 def threads_per_block() -> int:
     """Threads per block: 128 on a GPU; 32 in the simulator (each simulated thread is a Python thread)."""
@@ -329,15 +394,15 @@ def launch(target: str, pair: tuple[Callable, _LazyGpu], n: int, *args: Any) -> 
 def cpu_entry(pair: tuple[Callable, _LazyGpu], *args: Any) -> Callable:
     """The compiled CPU entry of kernel ``pair`` for arguments of exactly the types of ``args`` (the leading item
     arguments included), compiled now if it is not yet: to call through :func:`launch_entry` with no dispatch.
-    numba's dispatch types every argument at every call, ~2 us for the BPE kernel's ~30 arrays, as long as the
-    kernel takes for a short text. The caller must pass arguments of these types only (numba's entry does not
+    numba's dispatch types every argument at every call, for the BPE kernel's ~30 arrays as long as the kernel
+    takes for a short text. The caller must pass arguments of these types only (numba's entry does not
     check them: an array of another dtype or layout would be read as one of these)."""
     disp = pair[0]
     if not hasattr(disp, "compile"):  # NUMBA_DISABLE_JIT: the Python function
         return disp
     key = (disp, tuple(_type_key(disp, a) for a in args))
     got = _ENTRIES.get(key)
-    if got is None:  # typing ~30 arrays and numba's lookup of the compiled overload took ~1 ms a call here
+    if got is None:  # (typing ~30 arrays and numba's lookup of the compiled overload: once per key, not a call)
         got = _ENTRIES[key] = disp.compile(tuple(disp.typeof_pyval(a) for a in args))
     return got
 
@@ -362,7 +427,7 @@ def _type_key(disp: Any, a: Any) -> Any:
 def launch_entry(entry: Callable, args: Sequence[Any]) -> None:
     """Call a :func:`cpu_entry` with ``args`` (counted as a CPU launch, as :func:`launch` counts). The arguments
     come as one sequence, which a caller can keep and update between calls: a kernel of ~35 arguments passed as
-    ``*args`` through this function cost ~0.3 us more a call (two tuples built)."""
+    ``*args`` through this function would build two tuples a call."""
     COUNTS["launch"] += 1
     COUNTS["launch_cpu"] += 1
     entry(*args)

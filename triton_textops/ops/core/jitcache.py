@@ -7,9 +7,9 @@ file's content. Two consequences for a served model:
 
 - Triton extracts an ``EXECUTION_ENV_PATH`` tarball into a new ``/tmp/python_env_XXXXXX/`` at every server start
   and deletes it at shutdown. The package's path changes each time, so every start compiled every kernel again
-  and left one more unused copy of the cache under ``NUMBA_CACHE_DIR``. Measured here (``benchmarks/bpe.py --load
-  --python ENV/bin/python --relocate``: each load from a fresh copy of a served env at a new path), a BPE model's
-  second start took 14.1-17.7 s with numba's locators, 1.0-1.5 s with this one.
+  and left one more unused copy of the cache under ``NUMBA_CACHE_DIR``: a served model's second start took a cold
+  compile's time, not a cache load's (``benchmarks/bpe.py --load --python ENV/bin/python --relocate`` measures it;
+  figures: benchmarks/RESULTS.md, Design measurements, ops/core/jitcache.py).
 - A kernel inlines device functions from other files. After a change to only those files (an edit, or an upgrade
   in place that leaves the old cache files behind), numba loaded the kernel compiled from the old ones.
 
@@ -31,7 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-PACKAGE = Path(__file__).resolve().parents[1]  # triton_textops/
+PACKAGE = Path(__file__).resolve().parents[2]  # triton_textops/
 OPS = PACKAGE / "ops"
 TABLES = ("unicode_tables.npz", "bpe_classes.npz", "nfc_tables.npz")  # data the kernels' tables are built from
 

@@ -1,7 +1,7 @@
 """Exact byte-string lookup for kernels: an open-addressing hash table keyed by a 32-bit FNV-1a hash.
 
 Used by WordPiece (the vocabulary) and the readability features (stop words and corpus words). A query is
-a span of bytes (optionally behind a ``##`` prefix, which WordPiece's continuation pieces carry) plus its
+a span of bytes (optionally behind the table's prefix, ``##`` by default: WordPiece's continuation prefix) plus its
 hash, which the caller extends byte by byte; every hit is verified on the bytes, so a hash collision can
 never give a wrong answer. Probes are bounded by the longest run measured when the table is built.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from triton_textops.ops import kernels as K
+from triton_textops.ops.core import kernels as K
 
 FNV_OFFSET, FNV_PRIME = 0x811C9DC5, 0x01000193
 
@@ -47,11 +47,12 @@ class ByteTable:
     """Strings -> ids as an open-addressing table for the kernels.
 
     ``slots`` (S, 8) int32, one 32-byte row per slot: 31-bit key (-1: empty), offset of the string in
-    ``pool``, its byte length, its id, whether it starts with ``##``, the first 4 bytes after that
-    ``##``, the first 4 bytes of the string. A probe reads one cache line; strings of up to 4 bytes
-    (after the prefix) are verified from the slot alone. ``max_probe``: the longest probe run."""
+    ``pool``, its byte length, its id, whether it starts with ``prefix`` (WordPiece's continuation prefix, ``##``
+    by default; none when empty), the first 4 bytes after that prefix, the first 4 bytes of the string. A probe
+    reads one cache line; strings of up to 4 bytes (after the prefix) are verified from the slot alone.
+    ``max_probe``: the longest probe run."""
 
-    def __init__(self, strings: dict[str, int]) -> None:
+    def __init__(self, strings: dict[str, int], prefix: bytes = b"##") -> None:
         ids = list(strings.values())
         strings = [t.encode("utf-8") for t in strings]
         size = 1 << max(4, (2 * max(len(strings), 1) - 1).bit_length())  # load factor <= 1/2
@@ -67,8 +68,9 @@ class ByteTable:
             while taken[j]:
                 j, probes = (j + 1) & mask, probes + 1
             taken[j] = 1
-            pre = s.startswith(b"##")
-            rows.append((h & 0x7FFFFFFF, len(pool), len(s), i, int(pre), _head(s[2:] if pre else b""), _head(s), 0))
+            pre = bool(prefix) and s.startswith(prefix)
+            rows.append((h & 0x7FFFFFFF, len(pool), len(s), i, int(pre), _head(s[len(prefix):] if pre else b""),
+                         _head(s), 0))
             where.append(j)
             pool += s
             max_probe = max(max_probe, probes)
@@ -100,7 +102,8 @@ def head_of(data, p, ln):
 
 @K.device(inline=True)
 def find_bytes(h, data, p, ln, plen, slots, pool, mask, max_probe):
-    """Id of the string equal to ``"##"[:plen] + data[p:p+ln]`` (``plen`` 0 or 2; ``h``: its hash), or -1."""
+    """Id of the string equal to ``data[p:p+ln]`` (``plen`` 0) or to the table's prefix + ``data[p:p+ln]``
+    (``plen``: the prefix's length; ``h``: the string's hash), or -1."""
     key = h & 0x7FFFFFFF
     s = (h ^ (h >> 15)) & mask
     head = -1

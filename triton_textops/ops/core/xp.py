@@ -101,11 +101,11 @@ def tune_host_allocator(threshold: int = 1 << 30) -> bool:
 
     Why: every batch allocates a few arrays of a few MB; once glibc's *dynamic* mmap threshold is low
     (which depends on what the process allocated and freed before), each of them is a new mapping whose
-    pages fault in on first touch — measured here: the features of 512 paragraphs took 14-15 ms instead
-    of 7-8 ms. Raising the mmap and trim thresholds makes the fast case the only case. It changes the
-    whole process, so our Triton models call it in ``initialize`` (a stub process serves one model
-    instance) and the benchmarks call it; a library user decides for their own process. Returns False
-    where glibc's ``mallopt`` is not available.
+    pages fault in on first touch, which can take as long as the batch's work (figures: benchmarks/RESULTS.md,
+    Design measurements, ops/core/xp.py: tune_host_allocator). Raising the mmap and trim thresholds makes the
+    fast case the only case. It changes the whole process, so our Triton models call it in ``initialize`` (a
+    stub process serves one model instance) and the benchmarks call it; a library user decides for their own
+    process. Returns False where glibc's ``mallopt`` is not available.
     """
     try:
         import ctypes
