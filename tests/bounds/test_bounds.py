@@ -62,7 +62,7 @@ def test_oracle_subset(tok, kw):
     texts = AUSTEN[:150] + ADVERSARIAL
     overflow = kw.get("return_overflowing_tokens", False)
     want = hf_rows(texts, kw["max_length"], kw.get("stride", 0), overflow)
-    np.testing.assert_array_equal(tok.encode(texts, **kw).input_ids, want)
+    np.testing.assert_array_equal(tok.encode_rows(texts, **kw).input_ids, want)
 
 
 def test_features_subset(feats):
@@ -76,7 +76,7 @@ def test_fuzz_never_indexes_out_of_bounds(tok, feats, texts, max_length, stride)
     for kw in ({"max_length": max_length}, {"max_length": max_length, "stride": min(stride, max_length - 3),
                                              "return_overflowing_tokens": True}):
         try:
-            enc = tok.encode(texts, **kw)
+            enc = tok.encode_rows(texts, **kw)
             assert enc.input_ids.shape[1] == max_length
         except InputError:
             pass
@@ -91,7 +91,7 @@ def test_large_and_degenerate_inputs(tok, feats):
     enc = tok.encode_rows([big, ""], max_length=64, stride=16, return_overflowing_tokens=True)
     assert enc.overflow_to_sample_mapping[-1] == 1
     assert feats.transform([big, "", " "]).shape == (3, feats.n_features)
-    assert tok.encode([]).input_ids.shape == (0, 128)
+    assert tok.encode_rows([]).input_ids.shape == (0, 128)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

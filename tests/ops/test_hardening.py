@@ -370,8 +370,8 @@ def test_vocab_edge_files(tmp_path):
 # ---------------------------------------------------------------------------------- 5. parameter types
 
 def test_two_texts_in_a_tuple_are_texts(tok):
-    np.testing.assert_array_equal(tok.encode(("hello", "world")).input_ids, tok.encode(["hello", "world"]).input_ids)
-    np.testing.assert_array_equal(tok.encode((b"hello", b"world")).input_ids, tok.encode(["hello", "world"]).input_ids)
+    np.testing.assert_array_equal(tok.encode_rows(("hello", "world")).input_ids, tok.encode_rows(["hello", "world"]).input_ids)
+    np.testing.assert_array_equal(tok.encode_rows((b"hello", b"world")).input_ids, tok.encode_rows(["hello", "world"]).input_ids)
 
 
 @pytest.mark.parametrize(("kw", "message"), [
@@ -389,7 +389,7 @@ def test_two_texts_in_a_tuple_are_texts(tok):
     ({"dtype": "nonsense"}, "dtype must be int64 or int32"),
 ])
 def test_bad_parameters_are_one_line_errors(tok, kw, message):
-    for call in (lambda: tok.encode(["a b"], **kw), lambda: tok.encode_pretokens(tok.pretokenize(["a b"]), **kw),
+    for call in (lambda: tok.encode_rows(["a b"], **kw), lambda: tok.encode_pretokens(tok.pretokenize(["a b"]), **kw),
                  lambda: tok.pack(np.array([5]), np.array([0, 1]), **kw)):
         with pytest.raises(InputError, match=message) as e:
             call()

@@ -221,3 +221,25 @@ def test_bpe_decode_strict_names_the_row(llama3: tuple) -> None:
     assert ours.decode(ids, off, errors=None) == [b"fine", b"\xc3"]
     with pytest.raises(InputError, match=r"row 0: token 1 is 999999999, not an id"):
         ours.decode([5, 999999999], [0, 2])
+
+
+def test_config_reads_special_tokens_map_as_transformers(tmp_path: Path) -> None:
+    """transformers 4.47 (tokenization_utils_base._from_pretrained): a tokenizer_config.json without
+    added_tokens_decoder (legacy) takes special_tokens_map.json's entries over its own; a current one ignores it."""
+    from triton_textops.ops.core.hf_json import read_config
+
+    assert read_config(tmp_path) == {}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"pad_token": "[PAD]", "do_lower_case": False, "additional_special_tokens": ["<a>"]}))
+    (tmp_path / "special_tokens_map.json").write_text(json.dumps(
+        {"pad_token": {"content": "<pad>", "lstrip": False}, "eos_token": "</s>",
+         "additional_special_tokens": [{"content": "<b>"}, "<a>"]}))
+    assert read_config(tmp_path) == {"pad_token": "<pad>", "do_lower_case": False, "eos_token": "</s>",
+                                     "additional_special_tokens": ["<a>", "<b>"]}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"pad_token": {"content": "[PAD]"}, "added_tokens_decoder": {}}))
+    assert read_config(tmp_path) == {"pad_token": "[PAD]", "added_tokens_decoder": {}}
+    (tmp_path / "special_tokens_map.json").write_text("[1]")
+    (tmp_path / "tokenizer_config.json").unlink()
+    with pytest.raises(ConfigError, match="special_tokens_map.json: not a JSON object"):
+        read_config(tmp_path)

@@ -244,7 +244,7 @@ def test_gpu_equals_cpu(vocab_path, austen):
     gpu = BertTokenizer.from_vocab(vocab_path, device="cuda")
     texts = austen + ADVERSARIAL
     for kw in ({"max_length": 128}, {"max_length": 64, "stride": 16, "return_overflowing_tokens": True}):
-        a, b = cpu.encode(texts, **kw), gpu.encode(texts, **kw)
+        a, b = cpu.encode_rows(texts, **kw), gpu.encode_rows(texts, **kw)
         for name in ("input_ids", "attention_mask", "token_type_ids", "overflow_to_sample_mapping"):
             assert isinstance(b[name], cp.ndarray)
             np.testing.assert_array_equal(a[name], cp.asnumpy(b[name]))
@@ -252,7 +252,7 @@ def test_gpu_equals_cpu(vocab_path, austen):
     dev = gpu.encode_rows((cp.asarray(data), cp.asarray(offs)), max_length=128)
     np.testing.assert_array_equal(cp.asnumpy(dev.input_ids), cpu.encode_rows(texts, max_length=128).input_ids)
     for t in austen[:40] + ADVERSARIAL:  # batches of one: the whole-word lookup, then the walk
-        np.testing.assert_array_equal(cp.asnumpy(gpu.encode([t]).input_ids), cpu.encode([t]).input_ids)
+        np.testing.assert_array_equal(cp.asnumpy(gpu.encode_rows([t]).input_ids), cpu.encode_rows([t]).input_ids)
 
 
 def test_cudf_backend_needs_a_gpu(vocab_path):

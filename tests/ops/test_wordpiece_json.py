@@ -29,7 +29,7 @@ from tokenizers.pre_tokenizers import Sequence as PreSequence
 from tokenizers.processors import BertProcessing, TemplateProcessing
 
 from triton_textops.errors import ConfigError, InputError
-from triton_textops.ops.bpe.formats import Padding, Truncation
+from triton_textops.ops.core.hf_json import Padding, Truncation
 from triton_textops.ops.core.output import Ragged, Rows
 from triton_textops.ops.tokenizer import Tokenizer as Loader
 from triton_textops.ops.wordpiece.formats import read_vocab
@@ -525,10 +525,15 @@ def test_what_is_refused_is_one_line_naming_the_field(tmp_path, uncased, change,
     assert field in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
-def test_the_limits_dataclasses_are_bpe_formats():
-    """(The file's truncation / padding share BPE's planner: the same dataclasses.)"""
-    from triton_textops.ops.wordpiece.formats import _padding, _Refuse, _truncation
+def test_the_limits_dataclasses_are_shared():
+    """(The file's truncation / padding are read as BPE's, by ops/core/hf_json, and share BPE's planner.)"""
+    from triton_textops.ops.bpe import formats as bpe_formats
+    from triton_textops.ops.core.hf_json import padding, truncation
+    from triton_textops.ops.wordpiece.formats import _Refuse
 
     r = _Refuse("x")
-    assert _truncation({"max_length": 5, "direction": "Left"}, r) == Truncation(5, True, False, 0)
-    assert _padding({"strategy": {"Fixed": 7}, "pad_id": 3}, r) == Padding(7, False, 3, None)
+    assert truncation({"max_length": 5, "direction": "Left"}, r) == Truncation(5, True, False, 0)
+    assert padding({"strategy": {"Fixed": 7}, "pad_id": 3}, r) == Padding(7, False, 3, None)
+    assert bpe_formats.Padding is Padding and bpe_formats.Truncation is Truncation
+    with pytest.raises(ConfigError, match=r"x: truncation.stride = -1 is not an integer 0 \.\. 2\*\*31 - 1"):
+        truncation({"max_length": 5, "stride": -1}, r)

@@ -31,6 +31,7 @@ from triton_textops.ops.bpe import formats as F
 from triton_textops.ops.bpe.tokenizer import BPETokenizer
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.files import HEAD, sniff
+from triton_textops.ops.core.hf_json import read_config
 from triton_textops.ops.tokenizer import Tokenizer
 
 Texts = tuple[np.ndarray, np.ndarray]  # host (uint8 bytes, int64 offsets n+1)
@@ -103,8 +104,7 @@ def load_spec(tokenizer_dir: str | os.PathLike, encoding: str | None = None) -> 
     for enc, merges in GPT2_FILES:
         if (p / enc).is_file() and (p / merges).is_file():
             spec = F.read_gpt2_files(p / enc, p / merges)
-            if (p / "tokenizer_config.json").is_file():
-                spec.config = json.loads((p / "tokenizer_config.json").read_bytes())
+            spec.config = read_config(p)
             return spec
     raise ValueError(f"{p}: no tokenizer.json, vocab.json + merges.txt, encoder.json + vocab.bpe or vocab.txt in it")
 
@@ -147,13 +147,6 @@ def _model_type(path: Path) -> str | None:
     if not isinstance(model, dict):
         return "BPE"
     return model.get("type") or ("BPE" if "merges" in model else None)
-
-
-def read_config(tokenizer_dir: str | os.PathLike) -> dict[str, Any]:
-    """The tokenizer_config.json of a tokenizer directory (or beside a tokenizer file); {} when there is none."""
-    p = Path(tokenizer_dir)
-    cfg = (p if p.is_dir() else p.parent) / "tokenizer_config.json"
-    return json.loads(cfg.read_bytes()) if cfg.is_file() else {}
 
 
 SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
@@ -227,7 +220,8 @@ class LLMTokenizer:
         tok = self.tok = Tokenizer.from_pretrained(tokenizer_dir, device=device)
         self.bpe = None
         self._encode_kw = {"gpu_min_batch": self.gpu_min_batch}
-        cfg = read_config(tokenizer_dir)
+        p = Path(tokenizer_dir)
+        cfg = read_config(p if p.is_dir() else p.parent)
 
         def special(key: str, fallback: int | None) -> int | None:
             name = _token_name(cfg.get(key))

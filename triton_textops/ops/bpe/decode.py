@@ -8,6 +8,7 @@ this way concatenate to exactly the decode of the whole stream.
 from __future__ import annotations
 
 from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.decode import BAD_SPAN
 
 D_POOL, D_OFF, D_SKIP = range(3)  # the decode tuple: byte pool, offsets per id (n_ids + 1), skip flag per id
 
@@ -15,11 +16,11 @@ D_POOL, D_OFF, D_SKIP = range(3)  # the decode tuple: byte pool, offsets per id 
 @K.device
 def count_text(t, ids, offsets, dec, skip, counts):
     """Bytes of text ``t``'s tokens into ``counts[t]``; -1 - k when its k-th token is not an id of the vocabulary
-    (or its span is bad: -1 - 2**40)."""
+    (or its span is bad: -1 - BAD_SPAN)."""
     a = offsets[t]
     b = offsets[t + 1]
     if a < 0 or b < a or b > ids.shape[0]:
-        counts[t] = -1 - (1 << 40)
+        counts[t] = -1 - BAD_SPAN
         return
     off = dec[D_OFF]
     n_ids = off.shape[0] - 1

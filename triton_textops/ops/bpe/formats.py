@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.ops.core.files import check_text
+from triton_textops.ops.core.hf_json import Padding, Truncation, padding, read_config, truncation
 
 # ------------------------------------------------------------------------------------------- patterns
 GPT2, CL100K, QWEN2, O200K, WHOLE = range(5)  # pre-tokenizer families (WHOLE: a segment is one pre-token)
@@ -90,28 +91,6 @@ class AddedToken:
     lstrip: bool = False
     rstrip: bool = False
     single_word: bool = False
-
-
-@dataclass(frozen=True)
-class Truncation:
-    """tokenizer.json ``truncation``: ``max_length``, ``direction`` Left (``left``), ``strategy`` OnlySecond
-    (``only_second``; LongestFirst and OnlyFirst act alike on one sequence), ``stride``."""
-
-    max_length: int
-    left: bool
-    only_second: bool
-    stride: int
-
-
-@dataclass(frozen=True)
-class Padding:
-    """tokenizer.json ``padding``: ``strategy`` Fixed(``length``) or BatchLongest (``length`` None), ``direction``
-    Left (``left``), ``pad_id``, ``pad_to_multiple_of`` (``multiple``, None or 0: none)."""
-
-    length: int | None
-    left: bool
-    pad_id: int
-    multiple: int | None
 
 
 @dataclass
@@ -338,11 +317,9 @@ def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool =
             spec.decode_bytes[tid] = mapped if mapped is not None else content.encode()
     spec.prefix, spec.suffix = _template(doc.get("post_processor"), refuse)
     if not as_transformers:
-        spec.truncation = _truncation(doc.get("truncation"), refuse)
-        spec.padding = _padding(doc.get("padding"), refuse)
-    cfg = d / "tokenizer_config.json" if d.is_dir() else d.parent / "tokenizer_config.json"
-    if cfg.is_file():
-        spec.config = json.loads(cfg.read_bytes())
+        spec.truncation = truncation(doc.get("truncation"), refuse)
+        spec.padding = padding(doc.get("padding"), refuse)
+    spec.config = read_config(d if d.is_dir() else d.parent)
     return spec
 
 
@@ -378,51 +355,11 @@ def _pre_tokenizer(pre: Any, refuse: Any) -> tuple[int, bool]:
     return family, prefix_space
 
 
-def _count(value: Any, field_name: str, refuse: Any, least: int = 0) -> int:
-    if type(value) is not int or value < least:
-        refuse(field_name, value, f"is not an integer >= {least}")
-    return value
-
-
 def _token_id(value: Any, field_name: str, refuse: Any) -> int:
     """A post-processor's id: the kernels write ids as int32 (HF reads them as u32)."""
     if type(value) is not int or not 0 <= value < 1 << 31:
         refuse(field_name, value, "is not a token id (an integer 0 .. 2**31 - 1)")
     return value
-
-
-def _direction(value: Any, field_name: str, refuse: Any) -> bool:
-    """True for Left."""
-    if value not in ("Left", "Right"):
-        refuse(field_name, value, "is not Left or Right")
-    return value == "Left"
-
-
-def _truncation(t: Any, refuse: Any) -> Truncation | None:
-    if t is None:
-        return None
-    if not isinstance(t, dict):
-        refuse("truncation", t, "is not an object")
-    if t.get("strategy", "LongestFirst") not in ("LongestFirst", "OnlyFirst", "OnlySecond"):
-        refuse("truncation.strategy", t.get("strategy"), "is not LongestFirst, OnlyFirst or OnlySecond")
-    return Truncation(_count(t.get("max_length"), "truncation.max_length", refuse),
-                      _direction(t.get("direction", "Right"), "truncation.direction", refuse),
-                      t.get("strategy") == "OnlySecond", _count(t.get("stride", 0), "truncation.stride", refuse))
-
-
-def _padding(p: Any, refuse: Any) -> Padding | None:
-    if p is None:
-        return None
-    if not isinstance(p, dict):
-        refuse("padding", p, "is not an object")
-    strategy = p.get("strategy", "BatchLongest")
-    if strategy != "BatchLongest" and not (isinstance(strategy, dict) and list(strategy) == ["Fixed"]):
-        refuse("padding.strategy", strategy, 'is not "BatchLongest" or {"Fixed": n}')
-    length = None if strategy == "BatchLongest" else _count(strategy["Fixed"], "padding.strategy.Fixed", refuse)
-    multiple = p.get("pad_to_multiple_of")
-    return Padding(length, _direction(p.get("direction", "Right"), "padding.direction", refuse),
-                   _count(p.get("pad_id", 0), "padding.pad_id", refuse),
-                   None if multiple is None else _count(multiple, "padding.pad_to_multiple_of", refuse))
 
 
 def _template(post: Any, refuse: Any) -> tuple[list[int], list[int]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from triton_textops.errors import InputError
-from triton_textops.ops.bpe.formats import Padding, Truncation
+from triton_textops.ops.core.hf_json import Padding, Truncation
 
 # the compaction kernel's limits array (int64): truncate on the left, pad on the left, the pad id
 L_LEFT_TRUNC, L_LEFT_PAD, L_PAD_ID = range(3)

@@ -37,6 +37,7 @@ from triton_textops.ops.bpe.pretok import class_tables
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.args import allocate, check_bool, check_ids_dtype, check_int
 from triton_textops.ops.core.batch import TextBatch
+from triton_textops.ops.core.decode import decode_batch
 from triton_textops.ops.core.output import Ragged, Rows
 from triton_textops.ops.core.placement import Placed
 from triton_textops.ops.core.rows import window_rows
@@ -533,49 +534,8 @@ class BPETokenizer(Placed):
         :class:`InputError` naming the row when its tokens' bytes are not UTF-8), ``"replace"`` (U+FFFD for invalid
         UTF-8, as HF's ByteLevel decoder), or ``None``: each text's token bytes. An id outside the vocabulary is an
         :class:`InputError` naming the row, the position and the id."""
-        skip = check_bool("skip_special_tokens", skip_special_tokens)
-        if errors not in (None, "replace", "strict"):
-            raise InputError(f"errors must be None, 'replace' or 'strict', got {errors!r}")
-        xp, t = self.xp, self.target
-        ids = xp.ascontiguousarray(xp.asarray(ids).reshape(-1), dtype=np.int64)
-        offsets = xp.ascontiguousarray(xp.asarray(offsets).reshape(-1), dtype=np.int64)
-        if offsets.shape[0] < 1:
-            raise InputError("offsets must have n+1 entries")
-        if t != "cpu" and K.SIMULATOR:
-            ids, offsets = ids.copy(), offsets.copy()
-        n = int(offsets.shape[0]) - 1
-        counts = xp.zeros(n, dtype=np.int64)
-        if n:
-            K.launch(t, DECODE_COUNT, n, ids, offsets, self._dec, skip, counts)
-        host = K.to_host(counts, t)
-        bad = np.flatnonzero(host < 0)
-        if bad.size:
-            r = int(bad[0])
-            k = int(-1 - host[r])
-            if k == 1 << 40:
-                why = "its offsets are not a span inside ids"
-            else:
-                bad_id = int(K.to_host(ids[int(K.to_host(offsets[r:r + 1], t)[0]) + k:][:1], t)[0])
-                why = f"token {k} is {bad_id}, not an id of the vocabulary (0 .. {self.n_ids - 1})"
-            raise InputError(f"row {r}: {why}", rows=bad.astype(np.int64))
-        out_off = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(host, out=out_off[1:])
-        out = xp.empty(int(out_off[-1]), dtype=np.uint8)
-        if n:
-            K.launch(t, DECODE_WRITE, n, ids, offsets, self._dec, skip, K.to_device(out_off, t, xp), out)
-        raw = K.to_host(out, t).tobytes()
-        texts = [raw[out_off[i]:out_off[i + 1]] for i in range(n)]
-        if errors is None:
-            return texts
-        if errors == "strict":
-            for r, b in enumerate(texts):
-                try:
-                    b.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise InputError(f"row {r}: its tokens' bytes are not UTF-8 at byte {e.start} (decode with "
-                                     "errors='replace' for U+FFFD, or errors=None for the bytes)",
-                                     rows=np.array([r], dtype=np.int64)) from None
-        return [b.decode("utf-8", errors) for b in texts]
+        return decode_batch(self, (DECODE_COUNT, DECODE_WRITE), self._dec, ids, offsets, skip_special_tokens,
+                            errors, f"0 .. {self.n_ids - 1}")
 
     def token_bytes(self, i: int) -> bytes:
         """The bytes token ``i`` decodes to."""

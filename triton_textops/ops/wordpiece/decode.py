@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.decode import BAD_SPAN
 
 D_POOL, D_FIRST, D_REST, D_FLAGS = range(4)  # the decode tuple: bytes, first-form and later-form offsets, flags
 T_KNOWN, T_SPECIAL = 1, 2  # an id's flags: it has a token; that token is a special added token
-BAD_SPAN = 1 << 40  # a count of -1 - BAD_SPAN: the text's offsets are not a span of the ids
 
 
 def cleanup(text: str) -> str:

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from triton_textops.errors import ConfigError
-from triton_textops.ops.bpe.formats import Padding, Truncation
-from triton_textops.ops.core.files import check_text
+from triton_textops.ops.core.files import HEAD, binary_kind
+from triton_textops.ops.core.hf_json import Padding, Truncation, padding, read_config, truncation
 from triton_textops.ops.wordpiece.normalize import NormOptions
 
 MAX_ID = (1 << 31) - 1  # ids and type ids are written as int32 (HF reads them as u32)
@@ -91,10 +91,12 @@ def read_vocab(path: str | os.PathLike) -> list[str]:
             raw = f.read()
     except FileNotFoundError:
         raise FileNotFoundError(f"vocabulary file not found: {path}") from None
-    check_text(raw, path, "WordPiece vocab.txt")
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
+    except UnicodeDecodeError as e:  # (a NUL byte is text to HF: only a file that is not UTF-8 may be binary)
+        binary = binary_kind(raw[:HEAD])
+        if binary is not None and binary != "a binary file":
+            raise ValueError(f"{path}: {binary}, not a WordPiece vocab.txt (not valid UTF-8: {e})") from None
         raise ValueError(f"vocabulary {path} is not valid UTF-8: {e}") from None
     lines = text.split("\n")
     if lines[-1] == "":  # the newline that ends the last line (or an empty file)
@@ -175,31 +177,10 @@ def read_tokenizer_json(path: str | os.PathLike) -> WordPieceSpec:
     spec.added = _added_tokens(doc.get("added_tokens") or [], vocab, refuse)
     spec.pre, spec.suf, spec.seq_type, spec.names = _template(doc.get("post_processor"), refuse)
     spec.decoder = _decoder(doc.get("decoder"), refuse)
-    spec.truncation = _truncation(doc.get("truncation"), refuse)
-    spec.padding = _padding(doc.get("padding"), refuse)
+    spec.truncation = truncation(doc.get("truncation"), refuse)
+    spec.padding = padding(doc.get("padding"), refuse)
     spec.config = read_config(p.parent)
     return spec
-
-
-def read_config(directory: Path) -> dict[str, Any]:
-    """``tokenizer_config.json`` beside a tokenizer file, completed by ``special_tokens_map.json`` (its keys that
-    the first lacks); {} when neither is there. A special token given as an AddedToken object is its content."""
-    out: dict[str, Any] = {}
-    for name in ("tokenizer_config.json", "special_tokens_map.json"):
-        f = directory / name
-        if not f.is_file():
-            continue
-        try:
-            got = json.loads(f.read_bytes())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ConfigError(f"{f}: not valid JSON ({e})") from None
-        if not isinstance(got, dict):
-            raise ConfigError(f"{f}: not a JSON object")
-        for k, v in got.items():
-            if isinstance(v, dict) and isinstance(v.get("content"), str):
-                v = v["content"]
-            out.setdefault(k, v)
-    return out
 
 
 def _vocab(v: Any, refuse: _Refuse) -> dict[str, int]:
@@ -415,45 +396,6 @@ def _decoder(dec: Any, refuse: _Refuse) -> tuple[str, bool] | None:
     if type(cleanup) is not bool:
         refuse("decoder.cleanup", cleanup, "is not true or false")
     return prefix, cleanup
-
-
-def _count(value: Any, field_name: str, refuse: _Refuse) -> int:
-    if type(value) is not int or not 0 <= value <= MAX_ID:
-        refuse(field_name, value, "is not an integer 0 .. 2**31 - 1")
-    return value
-
-
-def _direction(value: Any, field_name: str, refuse: _Refuse) -> bool:
-    if value not in ("Left", "Right"):
-        refuse(field_name, value, "is not Left or Right")
-    return value == "Left"
-
-
-def _truncation(t: Any, refuse: _Refuse) -> Truncation | None:
-    if t is None:
-        return None
-    if not isinstance(t, dict):
-        refuse("truncation", t, "is not an object")
-    if t.get("strategy", "LongestFirst") not in ("LongestFirst", "OnlyFirst", "OnlySecond"):
-        refuse("truncation.strategy", t.get("strategy"), "is not LongestFirst, OnlyFirst or OnlySecond")
-    return Truncation(_count(t.get("max_length"), "truncation.max_length", refuse),
-                      _direction(t.get("direction", "Right"), "truncation.direction", refuse),
-                      t.get("strategy") == "OnlySecond", _count(t.get("stride", 0), "truncation.stride", refuse))
-
-
-def _padding(p: Any, refuse: _Refuse) -> Padding | None:
-    if p is None:
-        return None
-    if not isinstance(p, dict):
-        refuse("padding", p, "is not an object")
-    strategy = p.get("strategy", "BatchLongest")
-    if strategy != "BatchLongest" and not (isinstance(strategy, dict) and list(strategy) == ["Fixed"]):
-        refuse("padding.strategy", strategy, 'is not "BatchLongest" or {"Fixed": n}')
-    length = None if strategy == "BatchLongest" else _count(strategy["Fixed"], "padding.strategy.Fixed", refuse)
-    multiple = p.get("pad_to_multiple_of")
-    return Padding(length, _direction(p.get("direction", "Right"), "padding.direction", refuse),
-                   _count(p.get("pad_id", 0), "padding.pad_id", refuse),
-                   None if multiple is None else _count(multiple, "padding.pad_to_multiple_of", refuse))
 
 
 def read_pretrained(path: str | os.PathLike) -> WordPieceSpec:

@@ -11,8 +11,6 @@ as (3, nrows, width); mapping (nrows,))``. ``flags``: :data:`F_SPECIALS` (frame 
 
 from __future__ import annotations
 
-import numpy as np
-
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.wordpiece.model import V_NPRE, V_NSUF, V_PAD, V_PRE, V_SEQTYPE, V_SUF, put, wp_text
 from triton_textops.ops.wordpiece.pretokenize import FULL, STATUS, pretok_text, pretokens_ok
@@ -234,16 +232,3 @@ def wp_pack_item(t, pieces, piece_off, vocab, out, plan, content, step, flags):
 
 
 PACK_PIECES = K.kernel(wp_pack_item)
-
-
-def window_plan(counts: np.ndarray, content: int, step: int, overflow: bool) -> np.ndarray:
-    """First row of each text's windows (n+1 entries, host int64): HF's overflow windows of ``content``
-    pieces starting every ``step`` pieces, or one row per text."""
-    lens = np.maximum(counts, 0)
-    if overflow:
-        wins = np.where(lens <= content, 1, 1 + (lens - content + step - 1) // step)
-    else:
-        wins = np.ones(lens.shape[0], dtype=np.int64)
-    plan = np.zeros(lens.shape[0] + 1, dtype=np.int64)
-    np.cumsum(wins, out=plan[1:])
-    return plan

@@ -28,12 +28,13 @@ from triton_textops.ops.bpe.limits import plan_limits
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.args import allocate, check_bool, check_ids_dtype, check_int
 from triton_textops.ops.core.batch import TextBatch
+from triton_textops.ops.core.decode import decode_batch
 from triton_textops.ops.core.hashtable import ByteTable
 from triton_textops.ops.core.output import Encoding, Ragged, Rows
 from triton_textops.ops.core.placement import Placed
-from triton_textops.ops.core.rows import window_rows
+from triton_textops.ops.core.rows import window_plan, window_rows
 from triton_textops.ops.core.status import raise_bad_counts, raise_bad_rows
-from triton_textops.ops.wordpiece.decode import BAD_SPAN, DECODE_COUNT, DECODE_WRITE, decode_forms
+from triton_textops.ops.wordpiece.decode import DECODE_COUNT, DECODE_WRITE, decode_forms
 from triton_textops.ops.wordpiece.formats import (
     WHITE_SPACE,
     WordPieceSpec,
@@ -54,7 +55,6 @@ from triton_textops.ops.wordpiece.postprocess import (
     PACK_PIECES,
     WRITE_PIECES,
     WRITE_RAGGED,
-    window_plan,
 )
 from triton_textops.ops.wordpiece.pretokenize import STATUS, Normalizer, PreTokens
 
@@ -650,41 +650,8 @@ class BertTokenizer(Placed):
         WordPiece decoder, ``##``, cleanup on). ``errors``: "strict" / "replace" (str; a WordPiece decode is always
         UTF-8) or None (each text's UTF-8 bytes). An id without a token is an :class:`InputError` naming the row, the
         position and the id (HF drops it)."""
-        skip = check_bool("skip_special_tokens", skip_special_tokens)
-        if errors not in (None, "replace", "strict"):
-            raise InputError(f"errors must be None, 'replace' or 'strict', got {errors!r}")
-        xp, t = self.xp, self.target
-        ids = xp.ascontiguousarray(xp.asarray(ids).reshape(-1), dtype=np.int64)
-        offsets = xp.ascontiguousarray(xp.asarray(offsets).reshape(-1), dtype=np.int64)
-        if offsets.shape[0] < 1:
-            raise InputError("offsets must have n+1 entries")
-        if t != "cpu" and K.SIMULATOR:
-            ids, offsets = ids.copy(), offsets.copy()
-        n = int(offsets.shape[0]) - 1
-        counts = xp.zeros(n, dtype=np.int64)
-        if n:
-            K.launch(t, DECODE_COUNT, n, ids, offsets, self._dec, skip, counts)
-        host = K.to_host(counts, t)
-        bad = np.flatnonzero(host < 0)
-        if bad.size:
-            r = int(bad[0])
-            k = int(-1 - host[r])
-            if k == BAD_SPAN:
-                why = "its offsets are not a span inside ids"
-            else:
-                bad_id = int(K.to_host(ids[int(K.to_host(offsets[r:r + 1], t)[0]) + k:][:1], t)[0])
-                why = f"token {k} is {bad_id}, not an id of the vocabulary (0 .. {self.n_ids - 1}, with a token)"
-            raise InputError(f"row {r}: {why}", rows=bad.astype(np.int64))
-        out_off = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(host, out=out_off[1:])
-        out = xp.empty(int(out_off[-1]), dtype=np.uint8)
-        if n:
-            K.launch(t, DECODE_WRITE, n, ids, offsets, self._dec, skip, K.to_device(out_off, t, xp), out)
-        raw = K.to_host(out, t).tobytes()
-        texts = [raw[out_off[i]:out_off[i + 1]] for i in range(n)]
-        if errors is None:
-            return texts
-        return [b.decode("utf-8", errors) for b in texts]
+        return decode_batch(self, (DECODE_COUNT, DECODE_WRITE), self._dec, ids, offsets, skip_special_tokens,
+                            errors, f"0 .. {self.n_ids - 1}, with a token")
 
     def tokenize(self, text: str) -> list[str]:
         """Word pieces of one text as strings (debugging aid)."""
