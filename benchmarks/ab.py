@@ -6,7 +6,7 @@ package from one tree (``PYTHONPATH``), after one untimed run per tree that comp
 (each tree's cache is its own: the sources' stamp differs). Prints each case's median time per call for each tree,
 the range over the rounds, and new / old.
 
-    python benchmarks/ab.py --old /tmp/old-tree --new . [--rounds 5]
+    python benchmarks/ab.py --old /tmp/old-tree --new . [--rounds 5] [--reps 15] [--threads 1]
 
 ``--old``: a checkout of the commit to compare with (``git worktree add /tmp/old-tree <commit>``).
 """
@@ -34,6 +34,7 @@ try:
 except ImportError:
     preprocess = None
 data = sys.argv[1]
+REPS = int(sys.argv[2])
 paras = austen_paragraphs()
 batch = (paras * 4)[:512]
 one = [paras[3]]
@@ -58,7 +59,7 @@ cases = {
 }
 out = {}
 for name, fn in cases.items():
-    reps = 400 if "one text" in name else 15
+    reps = REPS * (40 if "one text" in name else 1)
     for _ in range(3):
         fn()
     t = []
@@ -71,9 +72,11 @@ print(json.dumps(out))
 """
 
 
-def run(tree: Path, data: Path) -> dict[str, float]:
+def run(tree: Path, data: Path, reps: int = 3, threads: int | None = None) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=str(tree))
-    got = subprocess.run([sys.executable, "-c", WORKER, str(data)], env=env, capture_output=True, text=True,
+    if threads:
+        env["NUMBA_NUM_THREADS"] = str(threads)
+    got = subprocess.run([sys.executable, "-c", WORKER, str(data), str(reps)], env=env, capture_output=True, text=True,
                          cwd="/tmp", check=False)
     if got.returncode:
         raise SystemExit(f"{tree}: worker failed:\n{got.stderr[-3000:]}")
@@ -85,6 +88,8 @@ def main() -> None:
     ap.add_argument("--old", required=True, type=Path, help="source tree of the build to compare with")
     ap.add_argument("--new", default=HERE.parent, type=Path, help="source tree of this build (default: this one)")
     ap.add_argument("--rounds", type=int, default=5, help="alternating runs of each tree")
+    ap.add_argument("--reps", type=int, default=15, help="timed calls per case and run (one text: 40x as many)")
+    ap.add_argument("--threads", type=int, default=None, help="the kernels' CPU threads (default: numba's, all cores)")
     a = ap.parse_args()
     data = HERE.parent / "tests" / "data" / "bpe"
     trees = {"old": a.old.resolve(), "new": a.new.resolve()}
@@ -93,7 +98,7 @@ def main() -> None:
     runs: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
     for r in range(a.rounds):
         for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
-            runs[name].append(run(trees[name], data))
+            runs[name].append(run(trees[name], data, a.reps, a.threads))
     print(f"{'case':32s} {'old (ms)':>20s} {'new (ms)':>20s} {'new/old':>16s}")
     for case in runs["old"][0]:
         o = [x[case] * 1e3 for x in runs["old"]]

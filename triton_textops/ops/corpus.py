@@ -32,7 +32,7 @@ def shift_row_error(e: InputError, offset: int) -> InputError:
 
 
 def pretokenized_chunks(texts: Sequence[Any], lowercase: bool, where: str = "") -> Iterator[PreTokens]:
-    """Stage (a) of ``texts`` on the CPU, ``FIT_CHUNK`` at a time; invalid UTF-8 raises
+    """Normalize + pre-tokenize ``texts`` on the CPU, ``FIT_CHUNK`` at a time; invalid UTF-8 raises
     :class:`InputError` naming the row in ``texts`` (prefixed with ``where``, e.g. a partition)."""
     norm = Normalizer.get(lowercase, "cpu")
     for lo in range(0, len(texts), FIT_CHUNK):

@@ -329,7 +329,7 @@ FEATURES = K.kernel(features_item)
 
 @K.device(inline="ir")
 def features_fused_item(t, text, norm, pre, ftab, fout):
-    """Stage (a) and the features of text ``t`` by one thread (TEXT, NORM, PRE, FTAB, FOUT)."""
+    """Normalization + pre-tokenization and the features of text ``t`` by one thread (TEXT, NORM, PRE, FTAB, FOUT)."""
     data, offs = text
     info, npool, sp_first, sp_bytes, sp_off, n_sp = norm
     out, expand, _, tok, txt = pre

@@ -26,7 +26,7 @@ from triton_textops.ops.wordpiece.tokenizer import BertTokenizer, Encoding
 
 @K.device(inline="ir")
 def preprocess_item(t, text, norm, pre, voc, out, content, specials, ftab, fout):
-    """Stage (a), WordPiece rows and the features of text ``t`` by one thread (the groups of
+    """Normalization + pre-tokenization, WordPiece rows and the features of text ``t`` by one thread (the groups of
     :mod:`~triton_textops.ops.wordpiece.postprocess` and :meth:`ReadabilityFeatures.kernel_args`)."""
     data, offs = text
     info, npool, sp_first, sp_bytes, sp_off, n_sp = norm

@@ -120,7 +120,7 @@ ENCODE_LEFT_ROWS = K.kernel(wp_left_rows_item)
 
 @K.device(inline="ir")
 def wp_fused_item(t, text, norm, pre, voc, out, content, flags):
-    """Stage (a), WordPiece and framing of text ``t`` by one thread, into fixed-length row ``t``."""
+    """Normalization + pre-tokenization, WordPiece and framing of text ``t`` by one thread, into fixed-length row ``t``."""
     data, offs = text
     info, npool, sp_first, sp_bytes, sp_off, n_sp = norm
     nbuf, expand, _, tok, txt = pre

@@ -1,4 +1,4 @@
-"""Stage (a) of WordPiece: strict UTF-8 check, BERT normalization and pre-tokenization, in one kernel.
+"""The WordPiece pre-tokenizer stage: strict UTF-8 check, BERT normalization and pre-tokenization, in one kernel.
 
 One kernel (:data:`PRETOKENIZE`), one thread per text, reads each text's bytes once: it checks the UTF-8, maps
 every code point through the normalization table (:mod:`~triton_textops.ops.wordpiece.normalize`), writes the
@@ -216,7 +216,7 @@ def settle_run(run, out, lo, hi, h, th, info, tok, k, k_cap, txt, t):
 
 @K.device
 def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out, expand, tok, txt, limit):
-    """Stage (a) for text ``t``: UTF-8 check, normalization, pre-tokens, raw special tokens.
+    """Normalize and pre-tokenize text ``t``: UTF-8 check, normalization, pre-tokens, raw added tokens.
 
     The text's span ``offs[t] .. offs[t+1]`` is checked first (non-decreasing, inside ``data`` and the
     scratch regions; else status BAD_SPAN), so offsets from a caller never lead to an access outside the
@@ -458,7 +458,7 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
 
 @K.device(inline="ir")
 def pretokenize_item(t, text, norm, pre):
-    """Stage (a) of text ``t``: groups TEXT, NORM and PRE (the module's docstring)."""
+    """Normalize and pre-tokenize text ``t``: groups TEXT, NORM and PRE (the module's docstring)."""
     data, offs = text
     info, pool, sp_first, sp_bytes, sp_off, n_sp = norm
     out, expand, _, tok, txt = pre
@@ -595,7 +595,7 @@ class Normalizer(NormalizerTables):
                            device)
 
     def pretokenize(self, batch: TextBatch, specials: Any = None) -> PreTokens:
-        """Stage (a) of a batch in one kernel launch; ``specials`` are raw strings matched before
+        """Normalize + pre-tokenize a batch in one kernel launch; ``specials`` are raw strings matched before
         normalization (HF's added tokens such as ``[CLS]``; :class:`~triton_textops.ops.wordpiece.normalize.Specials`
         with their ``single_word`` flags). Never raises for bad rows:
         ``PreTokens.status`` says which rows are not UTF-8 (:meth:`PreTokens.check`)."""

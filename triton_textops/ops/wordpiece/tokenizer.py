@@ -311,7 +311,7 @@ class BertTokenizer(Placed):
     # ------------------------------------------------------------------------------------------- stages
 
     def pretokenize(self, texts: Any) -> PreTokens:
-        """Stage (a): texts → normalized bytes + pre-token spans (raw added tokens marked). Bad rows are
+        """Normalize + pre-tokenize: texts → normalized bytes + pre-token spans (raw added tokens marked). Bad rows are
         reported in ``PreTokens.status`` (the encoders raise :class:`InputError` naming the first)."""
         return self.normalizer.pretokenize(TextBatch.from_texts(texts, self.xp, self.target), self.special_bytes)
 
