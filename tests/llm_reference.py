@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import pickle
+import random
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+import numpy as np
 
 T = TypeVar("T")
 
@@ -88,3 +91,58 @@ def main(job: str, result: str) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2])
+
+
+# ------------------------------------------------------------------ requests and comparison shared by the LLM tests
+
+
+def obj(rows: list[list[str]]) -> np.ndarray:
+    """A [batch, k] BYTES tensor of strings."""
+    return np.array([[s.encode() for s in r] for r in rows], dtype=object).reshape(len(rows), -1)
+
+
+def i32(values: list[int]) -> np.ndarray:
+    """A [batch, 1] INT32 tensor."""
+    return np.array(values, dtype=np.int32).reshape(-1, 1)
+
+
+def post_requests(rng: random.Random, enc: list[list[int]], specials: list[int], n_ids: int) -> list[list[dict]]:
+    """Postprocessing requests of [batch, beams, tokens] sequences: each of ``enc`` whole, then encoded texts with
+    ``specials`` inserted, random ids below ``n_ids``, cuts at random tokens, padding past SEQUENCE_LENGTH, lengths
+    past the end and 0."""
+
+    def seq() -> list[int]:
+        kind = rng.random()
+        if kind < 0.3:
+            return [rng.randrange(n_ids) for _ in range(rng.randint(0, 40))]
+        ids = list(rng.choice(enc))
+        for _ in range(rng.randint(0, 3)):
+            ids.insert(rng.randint(0, len(ids)), rng.choice(specials))
+        return ids[rng.randint(0, 2):rng.randint(1, len(ids) + 1)] if kind < 0.6 else ids
+
+    def request(batch: int, beams: int) -> dict:
+        seqs = [[seq() for _ in range(beams)] for _ in range(batch)]
+        width = max(len(s) for b in seqs for s in b) + rng.randint(0, 3)
+        tokens = np.array([[s + [rng.randrange(n_ids) for _ in range(width - len(s))] for s in b] for b in seqs],
+                          dtype=np.int32)
+        lengths = np.array([[len(s) + (rng.randint(1, 5) if rng.random() < 0.1 else 0) for s in b] for b in seqs],
+                           dtype=np.int32)
+        return {"TOKENS_BATCH": tokens, "SEQUENCE_LENGTH": lengths}
+
+    whole = [{"TOKENS_BATCH": np.array([[e]], dtype=np.int32), "SEQUENCE_LENGTH": np.array([[len(e)]], np.int32)}
+             for e in enc]
+    return [whole, [request(rng.randint(1, 3), rng.randint(1, 2)) for _ in range(12)], [request(1, 1)]]
+
+
+def same_outputs(ours: object, ref: object, where: str) -> None:
+    """Our model's outputs equal the reference's bit for bit (a str: that side's error)."""
+    if isinstance(ref, str) or isinstance(ours, str):
+        raise AssertionError(f"{where}: ours {str(ours)[:300]!r}, reference {str(ref)[:300]!r}")
+    assert set(ours) == set(ref), f"{where}: outputs {sorted(ours)} != {sorted(ref)}"
+    for name in ref:
+        a, b = ours[name], ref[name]
+        assert a.dtype == b.dtype and a.shape == b.shape, f"{where} {name}: {a.dtype} {a.shape} != {b.dtype} {b.shape}"
+        if a.dtype == np.object_:
+            assert a.tolist() == b.tolist(), f"{where} {name}: {a.tolist()[:3]} != {b.tolist()[:3]}"
+        else:
+            assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), f"{where} {name}: {a} != {b}"

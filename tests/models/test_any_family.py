@@ -24,7 +24,8 @@ import llm_dirs as L
 import numpy as np
 import pytest
 import tokenizers
-from llm_reference import run_batches
+from llm_reference import i32, obj, post_requests, run_batches
+from llm_reference import same_outputs as _same
 from model_dirs import FORCE_NO, PREPROCESS, write_model
 
 from triton_textops import ReadabilityFeatures
@@ -121,14 +122,6 @@ TEXTS = [
 WORDS = ["hello", " world", "Hello world", "", "中文", "😀", "[SEP]", " it's", "x y z", "unbelievable"]
 
 
-def obj(rows: list[list[str]]) -> np.ndarray:
-    return np.array([[s.encode() for s in r] for r in rows], dtype=object).reshape(len(rows), -1)
-
-
-def i32(values: list[int]) -> np.ndarray:
-    return np.array(values, dtype=np.int32).reshape(-1, 1)
-
-
 def write_wordpiece_dir(root: Path, style: str, config: dict | None = None) -> Path:
     """``root/style``: HF tokenizers' BertWordPieceTokenizer over the bundled vocab.txt, saved as tokenizer.json,
     with a tokenizer_config.json."""
@@ -172,47 +165,10 @@ def pre_batches(seed: int) -> list[list[dict]]:
 
 
 def post_batches(hf: tokenizers.Tokenizer, seed: int) -> list[list[dict]]:
-    """[batch, beams, tokens] requests: encoded texts with specials inserted, random ids of the vocabulary (word
-    pieces "##x" first too), cuts at random tokens, padding past SEQUENCE_LENGTH, lengths past the end and 0."""
-    rng = random.Random(seed)
-    n_ids = hf.get_vocab_size(with_added_tokens=True)
+    """Postprocessing requests (:func:`llm_reference.post_requests`), word pieces "##x" among the random ids."""
     enc = [e.ids for e in hf.encode_batch(TEXTS)]
     specials = [hf.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")]
-
-    def seq() -> list[int]:
-        kind = rng.random()
-        if kind < 0.3:
-            return [rng.randrange(n_ids) for _ in range(rng.randint(0, 40))]
-        ids = list(rng.choice(enc))
-        for _ in range(rng.randint(0, 3)):
-            ids.insert(rng.randint(0, len(ids)), rng.choice(specials))
-        return ids[rng.randint(0, 2):rng.randint(1, len(ids) + 1)] if kind < 0.6 else ids
-
-    def request(batch: int, beams: int) -> dict:
-        seqs = [[seq() for _ in range(beams)] for _ in range(batch)]
-        width = max(len(s) for b in seqs for s in b) + rng.randint(0, 3)
-        tokens = np.array([[s + [rng.randrange(n_ids) for _ in range(width - len(s))] for s in b] for b in seqs],
-                          dtype=np.int32)
-        lengths = np.array([[len(s) + (rng.randint(1, 5) if rng.random() < 0.1 else 0) for s in b] for b in seqs],
-                           dtype=np.int32)
-        return {"TOKENS_BATCH": tokens, "SEQUENCE_LENGTH": lengths}
-
-    whole = [{"TOKENS_BATCH": np.array([[e]], dtype=np.int32), "SEQUENCE_LENGTH": np.array([[len(e)]], np.int32)}
-             for e in enc]
-    return [whole, [request(rng.randint(1, 3), rng.randint(1, 2)) for _ in range(12)], [request(1, 1)]]
-
-
-def _same(ours: object, ref: object, where: str) -> None:
-    if isinstance(ref, str) or isinstance(ours, str):
-        raise AssertionError(f"{where}: ours {str(ours)[:300]!r}, reference {str(ref)[:300]!r}")
-    assert set(ours) == set(ref), f"{where}: outputs {sorted(ours)} != {sorted(ref)}"
-    for name in ref:
-        a, b = ours[name], ref[name]
-        assert a.dtype == b.dtype and a.shape == b.shape, f"{where} {name}: {a.dtype} {a.shape} != {b.dtype} {b.shape}"
-        if a.dtype == np.object_:
-            assert a.tolist() == b.tolist(), f"{where} {name}: {a.tolist()[:3]} != {b.tolist()[:3]}"
-        else:
-            assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), f"{where} {name}: {a} != {b}"
+    return post_requests(random.Random(seed), enc, specials, hf.get_vocab_size(with_added_tokens=True))
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ import bpe_oracles as O
 import llm_dirs as L
 import numpy as np
 import pytest
-from llm_reference import run_batches, run_reference
+from llm_reference import i32, obj, post_requests, run_batches, run_reference
+from llm_reference import same_outputs as _same
 
 from triton_textops.ops.llm import LLMTokenizer
 
@@ -23,14 +24,6 @@ TEXTS = [t for t in O.BPE_ADVERSARIAL if t] + O.random_texts(25, 12) + [
 ]
 WORDS = ["hello", " world", "Hello world", "", "中文", "😀", "<|endoftext|>", " it's", "x y z", "\u0301e"]
 STYLES = L.STYLES
-
-
-def obj(rows: list[list[str]]) -> np.ndarray:
-    return np.array([[s.encode() for s in r] for r in rows], dtype=object).reshape(len(rows), -1)
-
-
-def i32(values: list[int]) -> np.ndarray:
-    return np.array(values, dtype=np.int32).reshape(-1, 1)
 
 
 def pre_batches(seed: int) -> list[list[dict]]:
@@ -64,46 +57,9 @@ def pre_batches(seed: int) -> list[list[dict]]:
 
 
 def post_batches(tok: LLMTokenizer, seed: int) -> list[list[dict]]:
-    """Requests of [batch, beams, tokens] sequences: encoded texts with specials inserted, random ids (invalid
-    UTF-8 anywhere), cuts at random tokens, padding past SEQUENCE_LENGTH, lengths past the end and 0."""
-    rng = random.Random(seed)
+    """Postprocessing requests (:func:`llm_reference.post_requests`): invalid UTF-8 anywhere among the random ids."""
     enc = tok.bpe.encode(TEXTS, add_special_tokens=True, allowed_special="all").tolist()
-    specials = [tok.end_id, tok.pad_id, *tok.bpe.special_ids[:3]]
-
-    def seq() -> list[int]:
-        kind = rng.random()
-        if kind < 0.3:
-            return [rng.randrange(tok.bpe.n_ids) for _ in range(rng.randint(0, 40))]
-        ids = list(rng.choice(enc))
-        for _ in range(rng.randint(0, 3)):
-            ids.insert(rng.randint(0, len(ids)), rng.choice(specials))
-        return ids[rng.randint(0, 2):rng.randint(1, len(ids) + 1)] if kind < 0.6 else ids
-
-    def request(batch: int, beams: int) -> dict:
-        seqs = [[seq() for _ in range(beams)] for _ in range(batch)]
-        width = max(len(s) for b in seqs for s in b) + rng.randint(0, 3)
-        tokens = np.array([[s + [rng.randrange(tok.bpe.n_ids) for _ in range(width - len(s))] for s in b]
-                           for b in seqs], dtype=np.int32)
-        lengths = np.array([[len(s) + (rng.randint(1, 5) if rng.random() < 0.1 else 0) for s in b] for b in seqs],
-                           dtype=np.int32)
-        return {"TOKENS_BATCH": tokens, "SEQUENCE_LENGTH": lengths}
-
-    whole = [{"TOKENS_BATCH": np.array([[e]], dtype=np.int32), "SEQUENCE_LENGTH": np.array([[len(e)]], np.int32)}
-             for e in enc]
-    return [whole, [request(rng.randint(1, 3), rng.randint(1, 2)) for _ in range(12)], [request(1, 1)]]
-
-
-def _same(ours: object, ref: object, where: str) -> None:
-    if isinstance(ref, str) or isinstance(ours, str):
-        raise AssertionError(f"{where}: ours {str(ours)[:300]!r}, reference {str(ref)[:300]!r}")
-    assert set(ours) == set(ref), f"{where}: outputs {sorted(ours)} != {sorted(ref)}"
-    for name in ref:
-        a, b = ours[name], ref[name]
-        assert a.dtype == b.dtype and a.shape == b.shape, f"{where} {name}: {a.dtype} {a.shape} != {b.dtype} {b.shape}"
-        if a.dtype == np.object_:
-            assert a.tolist() == b.tolist(), f"{where} {name}: {a.tolist()[:3]} != {b.tolist()[:3]}"
-        else:
-            assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), f"{where} {name}: {a} != {b}"
+    return post_requests(random.Random(seed), enc, [tok.end_id, tok.pad_id, *tok.bpe.special_ids[:3]], tok.bpe.n_ids)
 
 
 @pytest.fixture(scope="module")
