@@ -17,11 +17,12 @@ from triton_textops.errors import InputError
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.args import check_bool
 from triton_textops.ops.core.batch import TextBatch
+from triton_textops.ops.core.output import Rows
 from triton_textops.ops.core.status import raise_bad_rows
 from triton_textops.ops.features import ReadabilityFeatures, features_text
 from triton_textops.ops.wordpiece.postprocess import encode_text
 from triton_textops.ops.wordpiece.pretokenize import FULL, STATUS, pretok_text
-from triton_textops.ops.wordpiece.tokenizer import BertTokenizer, Encoding
+from triton_textops.ops.wordpiece.tokenizer import BertTokenizer
 
 
 @K.device(inline="ir")
@@ -46,7 +47,7 @@ PREPROCESS = K.kernel(preprocess_item)
 
 def preprocess(tok: BertTokenizer, feats: ReadabilityFeatures, texts: Any, *, max_length: int = 128,
                normalize: bool = True, dtype: str = "int64", stride: int = 0, return_overflowing_tokens: bool = False,
-               gpu_min_batch: int | None = None) -> tuple[Encoding, Any]:
+               gpu_min_batch: int | None = None) -> tuple[Rows, Any]:
     """BERT rows (``[CLS] … [SEP]``, truncated to ``max_length``, padded) and the features of every text,
     in one launch on the tokenizer's device. Invalid UTF-8 raises :class:`InputError` naming the row. With
     overflow windows (rows no longer match texts) normalization and pre-tokenization run once and feed both, staged. On a GPU, a
@@ -63,7 +64,7 @@ def preprocess(tok: BertTokenizer, feats: ReadabilityFeatures, texts: Any, *, ma
                             stride=stride, return_overflowing_tokens=return_overflowing_tokens)
         *rows, x = K.to_device_many([enc.input_ids, enc.attention_mask, enc.token_type_ids,
                                      enc.overflow_to_sample_mapping, x], tok.target, tok.xp)
-        return Encoding(*rows), x
+        return Rows(*rows), x
     if lay.overflow:
         pre = tok.pretokenize(texts)
         enc = tok.encode_pretokens(pre, max_length=max_length, stride=stride, return_overflowing_tokens=True,
@@ -80,4 +81,4 @@ def preprocess(tok: BertTokenizer, feats: ReadabilityFeatures, texts: Any, *, ma
                  tok.wordpiece_args(), (rows, mapping), lay.content, True,
                  *feats.kernel_args(tok.device, nb, x, normalize))
     raise_bad_rows(K.to_host(txt[STATUS], tok.target))
-    return Encoding(rows[0], rows[1], rows[2], mapping), x
+    return Rows(rows[0], rows[1], rows[2], mapping), x

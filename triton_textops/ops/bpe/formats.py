@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from triton_textops.ops.core.files import check_text
-from triton_textops.ops.core.hf_json import Padding, Truncation, padding, read_config, truncation
+from triton_textops.ops.core.hf_json import AddedToken, Padding, Truncation, padding, read_config, truncation
 
 # ------------------------------------------------------------------------------------------- patterns
 GPT2, CL100K, QWEN2, O200K, WHOLE = range(5)  # pre-tokenizer families (WHOLE: a segment is one pre-token)
@@ -78,19 +78,6 @@ def _unmap(token: str) -> bytes | None:
         return bytes(CHAR_BYTE[c] for c in token)
     except KeyError:
         return None
-
-
-@dataclass
-class AddedToken:
-    """A token matched in the raw text before pre-tokenization (HF ``added_tokens``, tiktoken specials)."""
-
-    content: bytes
-    id: int
-    special: bool = True
-    normalized: bool = False
-    lstrip: bool = False
-    rstrip: bool = False
-    single_word: bool = False
 
 
 @dataclass

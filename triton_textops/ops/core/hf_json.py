@@ -37,6 +37,21 @@ class Padding:
     multiple: int | None
 
 
+@dataclass(frozen=True)
+class AddedToken:
+    """An ``added_tokens`` entry as HF keeps it (tiktoken's specials too), matched in the raw text before
+    pre-tokenization: its content (a str for WordPiece; the UTF-8 bytes for byte-level BPE, whose kernels match
+    bytes), the id HF gives it, and its flags."""
+
+    content: Any
+    id: int
+    special: bool = True
+    normalized: bool = False
+    lstrip: bool = False
+    rstrip: bool = False
+    single_word: bool = False
+
+
 def count(value: Any, field_name: str, refuse: Any) -> int:
     """An integer field 0 .. 2**31 - 1."""
     if type(value) is not int or not 0 <= value <= MAX_COUNT:

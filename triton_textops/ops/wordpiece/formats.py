@@ -28,7 +28,7 @@ from typing import Any
 
 from triton_textops.errors import ConfigError
 from triton_textops.ops.core.files import HEAD, binary_kind
-from triton_textops.ops.core.hf_json import Padding, Truncation, padding, read_config, truncation
+from triton_textops.ops.core.hf_json import AddedToken, Padding, Truncation, padding, read_config, truncation
 from triton_textops.ops.wordpiece.normalize import NormOptions
 
 MAX_ID = (1 << 31) - 1  # ids and type ids are written as int32 (HF reads them as u32)
@@ -39,19 +39,6 @@ DEFAULT_NAMES = {"unk_token": "[UNK]", "sep_token": "[SEP]", "cls_token": "[CLS]
 # str.rstrip() strips U+001C..U+001F too
 WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
               "\u2028\u2029\u202f\u205f\u3000"
-
-
-@dataclass(frozen=True)
-class AddedToken:
-    """An ``added_tokens`` entry as HF keeps it: its content, the id HF gives it, and its flags."""
-
-    content: str
-    id: int
-    special: bool = True
-    normalized: bool = False
-    lstrip: bool = False
-    rstrip: bool = False
-    single_word: bool = False
 
 
 @dataclass
