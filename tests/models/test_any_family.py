@@ -17,6 +17,10 @@ from __future__ import annotations
 import json
 import random
 import re
+import sys
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import bpe_oracles as O
@@ -45,8 +49,8 @@ WP_CONFIGS = {
     "wordpiece_limited": {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "[SEP]"},
 }
 PADS = {"wordpiece": "[PAD]", "wordpiece_plain": "[PAD]", "wordpiece_limited": "[MASK]"}
-# transformers as TensorRT-LLM's model.py uses it, on HF tokenizers only: written as transformers.py into the
-# reference's model directories (on their sys.path in the harness)
+# transformers as TensorRT-LLM's model.py uses it, on HF tokenizers only: put in sys.modules while the reference
+# runs (shim_transformers)
 SHIM = '''
 import json
 import os
@@ -180,6 +184,23 @@ def wp_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 # ------------------------------------------------------------------------------------------- LLM models
 
 
+@contextmanager
+def shim_transformers() -> Iterator[None]:
+    """:data:`SHIM` as the ``transformers`` the reference's model.py imports, whether or not the real one is
+    installed (the model directory comes after site-packages on sys.path, as the server puts it)."""
+    shim = types.ModuleType("transformers")
+    exec(compile(SHIM, "transformers_shim", "exec"), shim.__dict__)  # noqa: S102 (the test's own source)
+    real = sys.modules.get("transformers")
+    sys.modules["transformers"] = shim
+    try:
+        yield
+    finally:
+        if real is None:
+            sys.modules.pop("transformers", None)
+        else:
+            sys.modules["transformers"] = real
+
+
 @pytest.fixture(scope="module")
 def llm_runs(tmp_path_factory: pytest.TempPathFactory, wp_dirs: dict) -> dict:
     """Our models' and the reference's responses to the same batches, per (style, kind, flag)."""
@@ -196,11 +217,11 @@ def llm_runs(tmp_path_factory: pytest.TempPathFactory, wp_dirs: dict) -> dict:
                                            skip_special_tokens=flag)
             rpre, rpost = L.write_reference_models(root / "ref", tok_dir, name=name, add_special_tokens=flag,
                                                    skip_special_tokens=flag)
-            for d in (rpre, rpost):
-                (d / "transformers.py").write_text(SHIM)
             for kind, ours_dir, ref_dir, batches in (("pre", pre, rpre, pre_batches(1)),
                                                      ("post", post, rpost, post_batches(hf, 2))):
-                out[(style, kind, flag)] = (run_batches(ours_dir, batches), run_batches(ref_dir, batches), batches)
+                with shim_transformers():
+                    ref = run_batches(ref_dir, batches)
+                out[(style, kind, flag)] = (run_batches(ours_dir, batches), ref, batches)
     return out
 
 

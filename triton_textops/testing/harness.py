@@ -448,9 +448,12 @@ class ModelHarness:
     def _adopt_new_modules(self, before: set[str]) -> None:
         root = str(self.model_dir)
         for name in set(sys.modules) - before:
+            # (read from the module's __dict__: a lazy module's __getattr__, as transformers' is, would import
+            # its submodules, and fail where their optional dependencies are missing)
             mod = sys.modules.get(name)
-            file = getattr(mod, "__file__", None) or ""
-            paths = [str(p) for p in getattr(mod, "__path__", [])]
+            attrs = getattr(mod, "__dict__", {})
+            file = attrs.get("__file__") or ""
+            paths = [str(p) for p in attrs.get("__path__") or []]
             if file.startswith(root) or any(p.startswith(root) for p in paths) or name == str(self.version):
                 self._owned[name] = mod
 
