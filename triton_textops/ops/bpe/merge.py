@@ -20,6 +20,7 @@ import numpy as np
 
 from triton_textops.ops.bpe.formats import BPESpec
 from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.words import U1, word_at
 
 SHORT = 48  # pieces of more symbols use the heap
 # the merge cache of the CPU kernels, a row per kernel share: pieces of up to CACHE_PIECE bytes that were merged ->
@@ -49,30 +50,10 @@ SLOT_MASK, PAIR_MASK, MAX_PROBE, PAIR_PROBE, N_IDS = range(5)  # entries of the 
 # Hash arithmetic is uint64: numba compiles an int64 product as LLVM ``mul nsw`` (overflow is undefined, and LLVM
 # used that to drop a mask after one), a uint64 product as a plain ``mul`` that wraps, as NumPy's uint64 does
 U32, U31, U27 = np.uint64(32), np.uint64(31), np.uint64(27)
-U1, U2, U3, U4, U5, U6, U7 = (np.uint64(k) for k in range(1, 8))
 M32, M63 = np.uint64(0xFFFFFFFF), np.uint64(0x7FFFFFFFFFFFFFFF)
 H_LEN, H_LO, H_HI, H_STEP = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D), np.uint64(0x85EBCA77),
                              np.uint64(0x27D4EB2F165667C5))  # (piece_hash's odd multipliers)
 PAIR_MIX = np.uint64(0x7FB5D329728EA185)  # mix64's
-
-
-@K.device(inline=True)
-def word_at(buf, i, hi):
-    """The bytes ``buf[i:min(i + 8, hi)]`` little-endian in an int64, zero above (``i <= hi``). Eight loads of fixed
-    count where the buffer has eight bytes from ``i``, the piece's end masked: no loop on the piece's length."""
-    if i + 8 <= buf.shape[0]:
-        u = np.uint64(i)  # (an unsigned index: numba adds no negative-index wrap to each load)
-        w = np.int64(buf[u]) | (np.int64(buf[u + U1]) << 8) | (np.int64(buf[u + U2]) << 16) \
-            | (np.int64(buf[u + U3]) << 24) | (np.int64(buf[u + U4]) << 32) | (np.int64(buf[u + U5]) << 40) \
-            | (np.int64(buf[u + U6]) << 48) | (np.int64(buf[u + U7]) << 56)  # (np.int64: numba's int() of a
-        r = hi - i                                                                # uint8 stays uint8)
-        if r < 8:
-            w &= (np.int64(1) << (8 * r)) - 1
-        return w
-    w = np.int64(0)
-    for k in range(min(hi - i, 8)):
-        w |= np.int64(buf[i + k]) << (8 * k)
-    return w
 
 
 @K.device(inline=True)

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from triton_textops.ops.bpe.formats import CL100K, GPT2, O200K, QWEN2
-from triton_textops.ops.bpe.merge import U1, U7, word_at
 from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.words import U1, U7, word_at
 
 CL_L, CL_N, CL_S, CL_UP, CL_LO, CL_W = 1, 2, 4, 8, 16, 32  # bits of the class table (see the script)
 APOS, CR, LF, SPACE, SLASH = 39, 13, 10, 32, 47

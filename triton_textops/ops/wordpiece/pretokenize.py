@@ -50,6 +50,7 @@ from triton_textops.ops.core.status import (
     raise_bad_rows,
 )
 from triton_textops.ops.core.utf8 import utf8_at, utf8_valid
+from triton_textops.ops.core.words import LOW_BYTES, skip_to_byte
 from triton_textops.ops.wordpiece.normalize import (
     A_CLASS_SHIFT,
     AMAP,
@@ -123,6 +124,39 @@ def wp_word_at(data, i, end, info):
         return False
     cp, _ = utf8_at(data, i, end)
     return cp >= 0 and int(info[cp]) < 0
+
+
+@K.device
+def next_match(data, i, stop, lo, info, sp_first, sp_bytes, sp_off, n_sp):
+    """The next raw added token the text is split at, from ``data[i]``: ``(start, index, end)``, or
+    ``(stop, -1, stop)`` when none is left. Matches are HF's: leftmost-longest, and a ``single_word`` one that
+    touches a word character on either side (``lo``: the text's start) is text, no other match starting
+    inside it. One tight scan of first-byte flags, so the pre-tokenizer's per-byte loop has no added-token test.
+    """
+    lead = int(sp_bytes[sp_off[0]]) if sp_off[1] > sp_off[0] else -1  # the first byte all matches share, or -1
+    for s in range(1, n_sp):
+        if sp_off[s + 1] == sp_off[s] or int(sp_bytes[sp_off[s]]) != lead:
+            lead = -1
+    rep = np.uint64(max(lead, 0)) * LOW_BYTES
+    j = i
+    while j < stop:
+        if lead >= 0:  # eight bytes at a time to the next ``lead`` byte (BERT's "[")
+            j = skip_to_byte(data, j, stop, rep)
+            if j >= stop:
+                break
+        if sp_first[int(data[j])] == 0:
+            j += 1
+            continue
+        m = special_at(data, j, stop, sp_bytes, sp_off, n_sp)
+        if m < 0:
+            j += 1
+            continue
+        e = j + sp_off[m + 1] - sp_off[m]
+        if (sp_first.shape[0] <= SP_FLAGS + m or (sp_first[SP_FLAGS + m] & SP_SINGLE_WORD) == 0
+                or not (wp_word_before(data, lo, j, info) or wp_word_at(data, e, stop, info))):
+            return j, m, e
+        j = e
+    return stop, -1, stop
 
 
 @K.device(inline=True)
@@ -246,18 +280,19 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
     cur = -1  # the word token being read, its characters so far and the FNV-1a hash of its bytes so far
     cur_n = 0
     th = 0
-    sp_end = -1  # raw position where the current added-token match ends (accepted, or refused: single_word)
-    sp_idx = -1  # its index while its first token is still to come
-    in_sp = False  # inside an accepted match
+    # the next added-token event, a raw position: where the next match starts, or (in_sp) where this one ends
+    nxt, sp_next, sp_end = stop, -1, stop
+    if n_sp > 0:
+        nxt, sp_next, sp_end = next_match(data, i, stop, offs[t], info, sp_first, sp_bytes, sp_off, n_sp)
+    sp_idx = -1  # the match's index while its first token is still to come
+    in_sp = False  # inside a match
     used = 0  # tokens started that a raw special token does not absorb
     early = False  # stopped at ``limit``
     run = 0  # the current combining run out[run_lo:o]: its highest rank | UNSORTED (0: no run)
     run_lo = 0
     run_h = 0  # the token's hash before the run
     while i < stop:
-        b = int(data[i])
-        if in_sp and i >= sp_end:  # an accepted match ends: HF splits the text there (its last token ends)
-            in_sp = False
+        if i >= nxt:  # an added token starts or ends here: HF splits the text there (the last token ends)
             if run != 0:
                 th = settle_run(run, out, run_lo, o, run_h, th, info, tok, k, k_cap, txt, t)
                 if th < 0:
@@ -266,24 +301,14 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
             if cur >= 0:
                 close_token(tok, cur, o - base, cur_n, th)
                 cur = -1
-        if n_sp > 0 and i >= sp_end and sp_first[b] != 0:
-            m = special_at(data, i, stop, sp_bytes, sp_off, n_sp)
-            if m >= 0:
-                sp_end = i + sp_off[m + 1] - sp_off[m]
-                # HF's single_word: a match touching a word character on either side is text (and no other match
-                # starts inside it: the search goes on from its end)
-                if (sp_first.shape[0] <= SP_FLAGS + m or (sp_first[SP_FLAGS + m] & SP_SINGLE_WORD) == 0
-                        or not (wp_word_before(data, offs[t], i, info) or wp_word_at(data, sp_end, stop, info))):
-                    in_sp = True
-                    sp_idx = m
-                    if run != 0:  # the text before the match ends here: its last token with it
-                        th = settle_run(run, out, run_lo, o, run_h, th, info, tok, k, k_cap, txt, t)
-                        if th < 0:
-                            return
-                        run = 0
-                    if cur >= 0:
-                        close_token(tok, cur, o - base, cur_n, th)
-                        cur = -1
+            if in_sp:  # the match ends: find the next one
+                in_sp = False
+                nxt, sp_next, sp_end = next_match(data, i, stop, offs[t], info, sp_first, sp_bytes, sp_off, n_sp)
+            if i >= nxt:  # a match starts (maybe right where the last one ended)
+                in_sp = True
+                sp_idx = sp_next
+                nxt = sp_end
+        b = int(data[i])
         if b < 0x80 and not in_sp:  # ASCII outside an added token: one table entry, no token marks
             a = int(info[AMAP + b])  # normalized byte | class << 8 | A_KEPT (0: removed)
             i += 1
@@ -317,10 +342,10 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
                         th = ((th ^ (a & 0xFF)) * 0x01000193) & 0xFFFFFFFF
                         o += 1
                         cur_n += 1
-                    if i >= stop:
+                    if i >= nxt:
                         break
                     b = int(data[i])
-                    if b >= 0x80 or sp_first[b] != 0:
+                    if b >= 0x80:
                         break
                     a = int(info[AMAP + b])
                     if (a >> A_CLASS_SHIFT) & 3 != WORD:
