@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint venv clean
+.PHONY: test demo lint venv clean hooks bench-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,7 @@ XDIST := -n $(TEST_JOBS) --dist loadfile
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(PY) scripts/check_commit_subjects.py
 	# the KServe SDK's protobuf symbols clash with tritonclient.grpc's: its tests get their own process
 	$(PY) -m pytest -q $(XDIST) tests --ignore=tests/deploy/test_kserve.py
 	$(PY) -m pytest -q tests/deploy/test_kserve.py
@@ -38,6 +39,11 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(PY) scripts/check_commit_subjects.py
+
+# git runs scripts/hooks/commit-msg on each commit: subjects over 72 characters are refused
+hooks:
+	git config core.hooksPath scripts/hooks
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
