@@ -9,7 +9,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,10 +57,12 @@ class PythonInfo:
         return next((c for c in candidates if c.is_file()), None)
 
 
-def query_python(executable: str | os.PathLike[str]) -> PythonInfo:
+def query_python(executable: str | os.PathLike[str], *,
+                 error: Callable[[str], Exception] = InputError) -> PythonInfo:
     """Run the interpreter and read its sysconfig. ``executable`` becomes the interpreter's own sys.executable, so
-    a launcher such as a pyenv shim is replaced by the real binary it runs (that is what CMake must be given)."""
-    out = run([executable, "-c", _PY_QUERY], f"querying Python interpreter {executable}", error=InputError,
+    a launcher such as a pyenv shim is replaced by the real binary it runs (that is what CMake must be given).
+    ``error``: the caller's error type when the interpreter cannot run."""
+    out = run([executable, "-c", _PY_QUERY], f"querying Python interpreter {executable}", error=error,
               timeout=60).stdout
     d = json.loads(out.strip().splitlines()[-1])
     return PythonInfo(

@@ -173,7 +173,7 @@ class TritonServer:
             python = py_env / "bin" / "python3"
             if not python.exists():
                 raise TritonServerError(f"python_env {py_env} has no bin/python3")
-            info = query_python(python)
+            info = query_python(python, error=TritonServerError)
             version = info.major_minor
             lib_dirs.insert(0, str(require_libpython(info).parent))
             env["PATH"] = f"{py_env / 'bin'}{os.pathsep}{env.get('PATH', '')}"

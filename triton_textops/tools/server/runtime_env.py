@@ -23,6 +23,7 @@ from triton_textops.tools.server.errors import TritonServerError
 # numpy<2: the 24.10 stub (pybind11 2.10) returns garbage / aborts on BYTES inputs with NumPy 2.
 RUNTIME_REQUIREMENTS: tuple[str, ...] = ("numpy>=1.21,<2", "numba>=0.60")  # numba: the ops are kernels
 
+
 def require_libpython(info: PythonInfo) -> Path:
     """The shared libpython the stub needs for ``info``'s Python; TritonServerError saying how to get one if none."""
     lib = info.find_libpython()
@@ -53,7 +54,7 @@ def model_runtime_env(
     mid-build is repaired on the next call. Built under a file lock, safe across processes.
     """
     base = Path(python) if python else Path(sys.executable)
-    info = query_python(base)
+    info = query_python(base, error=TritonServerError)
     require_libpython(info)
     reqs = sorted({*RUNTIME_REQUIREMENTS, *packages})
     pkg = _package_dir()
