@@ -33,6 +33,10 @@ test: $(STAMP)
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q $(XDIST) tests/sim
 	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(CURDIR)/.cache/numba-boundscheck $(PY) -m pytest -q $(XDIST) tests/bounds
 
+# the wall-clock ratio tests (marked `timing`; make test skips them: noisy on shared CI cores)
+bench-check: $(STAMP)
+	$(PY) -m pytest -q --timing -m timing tests --ignore=tests/deploy/test_kserve.py
+
 # make demo [ARGS=excerpts.txt | ARGS=-]: train (cached in .cache/demo), serve in a real tritonserver, score
 demo: $(STAMP)
 	$(PY) -m triton_textops.cli demo $(ARGS)
