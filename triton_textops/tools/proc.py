@@ -40,7 +40,11 @@ def run(
         res = subprocess.run(argv, cwd=Path(cwd) if cwd is not None else None, env=dict(env) if env else None,
                              timeout=timeout, text=True, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT if merge_output else subprocess.PIPE)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except subprocess.TimeoutExpired as exc:
+        out = exc.output.decode(errors="replace") if isinstance(exc.output, bytes) else (exc.output or "")
+        tail = "\n".join(out.splitlines()[-tail_lines:])
+        raise error(f"{what} did not finish in {timeout:g} s: {line}\n{tail}") from None
+    except OSError as exc:
         raise error(f"{what} failed: {line}: {exc}") from exc
     if res.returncode != 0:
         output = (res.stdout or "") + ("" if merge_output else (res.stderr or ""))
