@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint venv clean
+.PHONY: test demo lint venv clean hooks bench-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,7 @@ XDIST := -n $(TEST_JOBS) --dist loadfile
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(PY) scripts/check_commit_subjects.py
 	# the KServe SDK's protobuf symbols clash with tritonclient.grpc's: its tests get their own process
 	$(PY) -m pytest -q $(XDIST) tests --ignore=tests/deploy/test_kserve.py
 	$(PY) -m pytest -q tests/deploy/test_kserve.py
@@ -32,12 +33,21 @@ test: $(STAMP)
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q $(XDIST) tests/sim
 	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(CURDIR)/.cache/numba-boundscheck $(PY) -m pytest -q $(XDIST) tests/bounds
 
+# the wall-clock ratio tests (marked `timing`; make test skips them: noisy on shared CI cores)
+bench-check: $(STAMP)
+	$(PY) -m pytest -q --timing -m timing tests --ignore=tests/deploy/test_kserve.py
+
 # make demo [ARGS=excerpts.txt | ARGS=-]: train (cached in .cache/demo), serve in a real tritonserver, score
 demo: $(STAMP)
 	$(PY) -m triton_textops.cli demo $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(PY) scripts/check_commit_subjects.py
+
+# git runs scripts/hooks/commit-msg on each commit: subjects over 72 characters are refused
+hooks:
+	git config core.hooksPath scripts/hooks
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build and pack a Python execution environment for EXECUTION_ENV_PATH (conda + conda-pack when conda exists,
 # else venv + venv-pack), then check it. Thin wrapper around `triton-textops env pack` (implementation:
-# triton_textops/tools/envs.py); works from a source checkout without installing the package. Examples:
+# triton_textops/tools/envs/); works from a source checkout without installing the package. Examples:
 #   envs/pack_env.sh --triton 24.10 --python 3.11 --kind cpu -o custom_env.tar.gz
 #   envs/pack_env.sh --triton 24.10 --stub ./stub/triton_python_backend_stub --kind gpu --dir -o model/env
 # Set PYTHON to choose the interpreter that RUNS this tool (it needs venv-pack or conda-pack).

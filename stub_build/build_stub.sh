@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build a triton_python_backend_stub for a target Python and Triton release.
-# Thin wrapper around `triton-textops stub build` (implementation: triton_textops/tools/stub.py); works from a
+# Thin wrapper around `triton-textops stub build` (implementation: triton_textops/tools/stub/); works from a
 # source checkout without installing the package. All arguments are passed through, e.g.
 #   stub_build/build_stub.sh --triton 24.10 --python /opt/conda/envs/py311/bin/python --no-gpu --output ./stub/
 #   stub_build/build_stub.sh --triton 24.10 --python 3.11 --dry-run

@@ -3,6 +3,8 @@ kernel that indexed outside an array would raise IndexError here (in production:
 
 from __future__ import annotations
 
+from functools import partial
+
 import numba
 import numpy as np
 import pytest
@@ -10,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from textcases import ADVERSARIAL, SENTENCES
 
-from triton_textops import BertTokenizer, InputError, ReadabilityFeatures
+from triton_textops import InputError, ReadabilityFeatures
 from triton_textops.bundled import austen_paragraphs, vocab_path
 from triton_textops.ops.features import same_bytes
 from triton_textops.ops.preprocess import preprocess
@@ -19,6 +21,8 @@ from triton_textops.ops.wordpiece.pretokenize import PreTokens
 tokenizers = pytest.importorskip("tokenizers")
 
 AUSTEN = austen_paragraphs()
+VOCAB_LINES = vocab_path().read_text(encoding="utf-8").splitlines()
+VOCAB_SIZE, CLS = len(VOCAB_LINES), VOCAB_LINES.index("[CLS]")
 
 
 def _same_entry(share, shares, n, a, i, b, j, ln, out):
@@ -40,9 +44,38 @@ def test_boundscheck_is_on():
         entry(0, 1, 1, a, 2, a, 0, 4, out)
 
 
-@pytest.fixture(scope="module")
-def tok():
-    return BertTokenizer.from_vocab(vocab_path())
+def _refused_or(call, check) -> None:
+    """The fuzz tests' one rule: ``call()`` refuses with an InputError or returns what ``check`` accepts (an
+    IndexError from the bounds checks, or any other exception, fails the test)."""
+    try:
+        out = call()
+    except InputError:
+        return
+    check(out)
+
+
+def _check_rows(enc, n: int, width: int, kw: dict) -> None:
+    """Rows of ``width`` for ``n`` texts (each text one row, or >= 1 rows mapped back to it with overflow), every
+    row starting with [CLS] and every id a vocabulary id."""
+    ids = np.asarray(enc.input_ids)
+    assert ids.shape[1] == width and ids.dtype.kind == "i"
+    if kw.get("return_overflowing_tokens"):
+        rows = np.asarray(enc.overflow_to_sample_mapping)
+        assert len(rows) == len(ids) and np.all(np.diff(rows) >= 0) and set(rows.tolist()) == set(range(n))
+    else:
+        assert len(ids) == n
+    assert np.all(ids[:, 0] == CLS) and np.all((ids >= 0) & (ids < VOCAB_SIZE))
+
+
+def _check_features(out, feats, n: int) -> None:
+    out = np.asarray(out)
+    assert out.shape == (n, feats.n_features) and np.isfinite(out).all()
+
+
+def _check_pieces(ids, offsets, n: int) -> None:
+    ids, offsets = np.asarray(ids), np.asarray(offsets)
+    assert len(offsets) == n + 1 and offsets[0] == 0 and offsets[-1] == len(ids) and np.all(np.diff(offsets) >= 0)
+    assert np.all((ids >= 0) & (ids < VOCAB_SIZE))
 
 
 @pytest.fixture(scope="module")
@@ -73,17 +106,10 @@ def test_features_subset(feats):
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.binary(max_size=80) | st.text(max_size=80), max_size=6), st.integers(3, 40), st.integers(0, 20))
 def test_fuzz_never_indexes_out_of_bounds(tok, feats, texts, max_length, stride):
-    for kw in ({"max_length": max_length}, {"max_length": max_length, "stride": min(stride, max_length - 3),
-                                             "return_overflowing_tokens": True}):
-        try:
-            enc = tok.encode_rows(texts, **kw)
-            assert enc.input_ids.shape[1] == max_length
-        except InputError:
-            pass
-    try:
-        feats.transform(texts)
-    except InputError:
-        pass
+    for kw in ({}, {"stride": min(stride, max_length - 3), "return_overflowing_tokens": True}):
+        _refused_or(partial(tok.encode_rows, texts, max_length=max_length, **kw),
+                    partial(_check_rows, n=len(texts), width=max_length, kw=kw))
+    _refused_or(lambda: feats.transform(texts), lambda f: _check_features(f, feats, len(texts)))
 
 
 def test_large_and_degenerate_inputs(tok, feats):
@@ -101,14 +127,12 @@ def test_fuzz_caller_offsets(tok, feats, data, offsets):
     """Offsets a caller builds (any values, in any order) into every entry point: an InputError for a bad
     span, never an index outside the arrays (which raises IndexError here)."""
     buf, offs = np.frombuffer(data, np.uint8).copy(), np.array(offsets, dtype=np.int64)
-    for call in (lambda: tok.encode_rows((buf, offs), max_length=8),
-                 lambda: tok.encode_rows((buf, offs), max_length=8, stride=2, return_overflowing_tokens=True),
-                 lambda: feats.transform((buf, offs)),
-                 lambda: preprocess(tok, feats, (buf, offs), max_length=8)):
-        try:
-            call()
-        except InputError:
-            pass
+    n, over = len(offs) - 1, {"stride": 2, "return_overflowing_tokens": True}
+    _refused_or(lambda: tok.encode_rows((buf, offs), max_length=8), lambda e: _check_rows(e, n, 8, {}))
+    _refused_or(lambda: tok.encode_rows((buf, offs), max_length=8, **over), lambda e: _check_rows(e, n, 8, over))
+    _refused_or(lambda: feats.transform((buf, offs)), lambda f: _check_features(f, feats, n))
+    _refused_or(lambda: preprocess(tok, feats, (buf, offs), max_length=8),
+                lambda out: (_check_rows(out[0], n, 8, {}), _check_features(out[1], feats, n)))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -122,20 +146,18 @@ def test_fuzz_forged_pretokens(tok, feats, row, col, value):
     else:
         tx[col % 3, col % pre.n] = value
     bad = PreTokens(pre.xp, pre.target, pre.n, pre.data.copy(), pre.expand, pre.offs.copy(), tk, tx)
-    for call in (lambda: tok.encode_pretokens(bad, max_length=8),
-                 lambda: tok.encode_pretokens(bad, max_length=8, stride=1, return_overflowing_tokens=True),
-                 lambda: tok.wordpiece(bad), lambda: feats.transform_pretokens(bad)):
-        try:
-            call()
-        except InputError:
-            pass
+    over = {"stride": 1, "return_overflowing_tokens": True}
+    _refused_or(lambda: tok.encode_pretokens(bad, max_length=8), lambda e: _check_rows(e, 3, 8, {}))
+    _refused_or(lambda: tok.encode_pretokens(bad, max_length=8, **over), lambda e: _check_rows(e, 3, 8, over))
+    _refused_or(lambda: tok.wordpiece(bad), lambda w: _check_pieces(*w, 3))
+    _refused_or(lambda: feats.transform_pretokens(bad), lambda f: _check_features(f, feats, 3))
 
 
 def test_long_runs_of_marks(tok, feats):
     """Runs of combining marks sorted through the token scratch, at every length up to a few hundred."""
     texts = ["x" + "\u302e\u1b44" * k + ("y" if k % 2 else "") for k in range(0, 300, 7)]
-    tok.encode_rows(texts, max_length=16)
-    feats.transform(texts)
+    _check_rows(tok.encode_rows(texts, max_length=16), len(texts), 16, {})
+    _check_features(feats.transform(texts), feats, len(texts))
 
 
 def test_empty_punctuation_token_at_the_end_of_the_buffer(tok, feats):

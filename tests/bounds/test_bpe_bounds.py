@@ -49,9 +49,13 @@ def test_fuzz_never_indexes_out_of_bounds(texts, width, left):
             r = tok.encode(texts, allowed_special="all")
         except InputError:
             continue
-        tok.decode(r.ids, r.offsets, errors="replace")
+        offsets = np.asarray(r.offsets)
+        assert len(offsets) == len(texts) + 1 and offsets[-1] == len(r.ids) and np.all(np.diff(offsets) >= 0)
+        assert len(tok.decode(r.ids, r.offsets, errors="replace")) == len(texts)
         side = "left" if left else "right"
-        tok.encode_rows(texts, max_length=width, padding_side=side, truncation_side=side, allowed_special="all")
+        rows = tok.encode_rows(texts, max_length=width, padding_side=side, truncation_side=side,
+                               allowed_special="all")
+        assert np.asarray(rows.input_ids).shape == (len(texts), width)
 
 
 def test_bad_caller_buffers_and_ids() -> None:

@@ -4,12 +4,12 @@ built for the same Python, shared by the env tests."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
 import pytest
+from wheels import build_textops_wheel
 
 from triton_textops.tools.stub import PythonInfo, build_stub, make_plan, parse_release, query_python
 
@@ -25,16 +25,7 @@ def env_python() -> PythonInfo:
 @pytest.fixture(scope="session")
 def textops_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wheel of this checkout, built from a copy (keeps build/ out of the shared tree)."""
-    tmp = tmp_path_factory.mktemp("textops_src")
-    src = tmp / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, src / name)
-    shutil.copytree(REPO / "triton_textops", src / "triton_textops",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    out = tmp / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(src)], check=True)
-    return next(out.glob("triton_textops-*.whl"))
+    return build_textops_wheel(tmp_path_factory.mktemp("textops_src"))
 
 
 @pytest.fixture(scope="session")

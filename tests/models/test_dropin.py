@@ -24,7 +24,6 @@ from dropin_dirs import (
 )
 from model_dirs import write_model
 
-from triton_textops import BertTokenizer
 from triton_textops.bundled import austen_paragraphs as austen
 from triton_textops.testing import load_model, run_ensemble
 from triton_textops.testing.harness import ModelLoadError
@@ -33,11 +32,6 @@ from triton_textops.testing.harness import ModelLoadError
 @pytest.fixture(scope="module")
 def dirs(tmp_path_factory):
     return write_dropin_models(tmp_path_factory.mktemp("dropin"))
-
-
-@pytest.fixture(scope="module")
-def tok(vocab):
-    return BertTokenizer.from_vocab(vocab)
 
 
 REVIEWS_TEXTS = [t.encode() for t in austen()[5:9]]

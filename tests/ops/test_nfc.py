@@ -169,13 +169,21 @@ def test_quick_check_on_text_nfc_keeps():
     assert quick_rows(change).all()
 
 
-def test_long_run_of_marks_is_linear():
-    """1 MB of marks in all classes, in reverse canonical order (the worst case: one walk per class), takes about
-    10x the time of 100 KB, not 100x (ratio, never absolute times)."""
+def _marks_run(size: int) -> str:
+    """``size`` bytes of marks in all classes, in reverse canonical order (the worst case: one walk per class)."""
     unit = "".join(map(chr, MARKS[::-1]))
-    small = "a" + unit * (100_000 // len(unit.encode()))
-    big = "a" + unit * (1_000_000 // len(unit.encode()))
+    return "a" + unit * (size // len(unit.encode()))
+
+
+def test_long_run_of_marks_is_exact():
+    small = _marks_run(100_000)
     assert nfc([small]) == [ORACLE(small)]
+
+
+@pytest.mark.timing
+def test_long_run_of_marks_is_linear():
+    """1 MB of marks takes about 10x the time of 100 KB, not 100x (ratio, never absolute times)."""
+    small, big = _marks_run(100_000), _marks_run(1_000_000)
 
     def best(s: str) -> float:
         times = []

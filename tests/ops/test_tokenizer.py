@@ -21,11 +21,6 @@ def oracle(vocab_path):
     return BertWordPieceTokenizer(vocab_path, lowercase=True)
 
 
-@pytest.fixture(scope="module")
-def tok(vocab_path):
-    return BertTokenizer.from_vocab(vocab_path, lowercase=True, device="cpu")
-
-
 def reference_rows(oracle, texts, max_length, stride=0, overflow=False, special=True):
     """HF encodings (main + overflowing) as padded rows plus the row→text mapping."""
     oracle.no_padding()

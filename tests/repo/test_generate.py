@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from triton_textops import BertTokenizer, ReadabilityFeatures, blend_scores
+from triton_textops.bundled import austen_paragraphs as austen
+from triton_textops.bundled import vocab_path
 from triton_textops.cli import main
 from triton_textops.testing import load_model, run_ensemble
 from triton_textops.testing import pb_utils as pb
@@ -29,8 +31,6 @@ from triton_textops.tools.repo.generate import (
 )
 from triton_textops.triton.config import config_to_text, load_config, model_config_pb2, parse_config_text
 from triton_textops.triton.params import resolve_path
-
-from .conftest import austen, vocab_path
 
 MEMBERS = [m for m in MODELS if m != ENSEMBLE]
 KIND_GPU, KIND_CPU = 1, 2  # ModelInstanceGroup.Kind

@@ -26,6 +26,7 @@ import pytest
 from model_dirs import PREPROCESS, write_model
 from textops_repo import assert_same_outputs, config_dtypes, harness_infer, text_tensor
 from triton_helpers import MODELS, TIMINGS, Runtime, server_infer, start_server
+from wheels import build_textops_wheel
 
 from triton_textops.bundled import austen_paragraphs as austen
 from triton_textops.bundled import vocab_path
@@ -57,18 +58,7 @@ def user_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     test venv's third-party packages (numpy, numba, venv-pack) through a .pth line, but not this checkout."""
     t0 = time.monotonic()
     tmp = tmp_path_factory.mktemp("pip_user")
-    src = tmp / "proj"  # pip builds in the source tree: build from a copy, never in the shared checkout
-    src.mkdir()
-    shutil.copy2(REPO / "README.md", src / "README.md")
-    pyproject = (REPO / "pyproject.toml").read_text()
-    assert '\nversion = "0.1.0"\n' in pyproject
-    (src / "pyproject.toml").write_text(pyproject.replace('\nversion = "0.1.0"\n', f'\nversion = "{WHEEL_VERSION}"\n'))
-    shutil.copytree(REPO / "triton_textops", src / "triton_textops",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.nbi", "*.nbc"))
-    build = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "wheels"), str(src)]
-    # the test venv's setuptools when it is new enough (pyproject's build-system): 3 s instead of 10 here
-    if subprocess.run(build + ["--no-build-isolation"], capture_output=True, cwd=tmp).returncode != 0:
-        subprocess.run(build, check=True, cwd=tmp)
+    wheel = build_textops_wheel(tmp, WHEEL_VERSION)
     venv = tmp / "venv"
     subprocess.run([_base_python(), "-m", "venv", "--without-pip", str(venv)], check=True)
     purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
@@ -77,14 +67,13 @@ def user_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Path(site, "_test_venv_packages.pth").write_text(subprocess.run(
         [sys.executable, "-c", purelib], capture_output=True, text=True, check=True).stdout)
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                    "--no-deps", "--no-index", *map(str, (tmp / "wheels").glob("*.whl"))], check=True)
-    shutil.rmtree(src)
+                    "--no-deps", "--no-index", str(wheel)], check=True)
     TIMINGS["setup: wheel + pip user's venv"] = time.monotonic() - t0
     return venv
 
 
 @pytest.fixture(scope="module")
-def packed_env(tmp_path_factory: pytest.TempPathFactory, user_venv: Path) -> Path:
+def user_packed_env(tmp_path_factory: pytest.TempPathFactory, user_venv: Path) -> Path:
     """custom_env.tar.gz made by `triton-textops env pack --triton 24.10 --python <this Python>` run from the pip
     user's venv (venv + venv-pack; numpy<2 for the 24.10 stub; triton-textops from its installed files)."""
     pytest.importorskip("venv_pack")
@@ -125,7 +114,7 @@ def bare_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def env_repo(tmp_path_factory: pytest.TempPathFactory, packed_env: Path, textops_features: Path) -> Path:
+def env_repo(tmp_path_factory: pytest.TempPathFactory, user_packed_env: Path, textops_features: Path) -> Path:
     root = tmp_path_factory.mktemp("exec_env_repo")
     files = {"vocab.txt": vocab_path(), "features.json": textops_features}
     d = write_model(root, "preprocess_env", "preprocess", PREPROCESS + EXEC_ENV, files)
@@ -135,9 +124,9 @@ def env_repo(tmp_path_factory: pytest.TempPathFactory, packed_env: Path, textops
         fh.write(EXEC_ENV)
     for model_dir in (d, probe):  # each model has the env in its own directory (hard link: no copy)
         try:
-            os.link(packed_env, model_dir / ENV_NAME)
+            os.link(user_packed_env, model_dir / ENV_NAME)
         except OSError:
-            shutil.copy2(packed_env, model_dir / ENV_NAME)
+            shutil.copy2(user_packed_env, model_dir / ENV_NAME)
     return root
 
 
@@ -171,10 +160,10 @@ def probe_info(env_server: TritonServer) -> dict:
     return info
 
 
-def test_probe_runs_inside_the_extracted_env(probe_info: dict, bare_env: Path, packed_env: Path) -> None:
+def test_probe_runs_inside_the_extracted_env(probe_info: dict, bare_env: Path, user_packed_env: Path) -> None:
     prefix = os.path.realpath(probe_info["sys_prefix"])
     assert Path(prefix).parent.name.startswith("python_env_"), prefix  # extracted by the server, not our bare venv
-    assert prefix != os.path.realpath(bare_env) and prefix != os.path.realpath(packed_env.parent)
+    assert prefix != os.path.realpath(bare_env) and prefix != os.path.realpath(user_packed_env.parent)
     assert probe_info["triton_textops"].startswith(prefix + os.sep)  # imported from the packed env
     assert probe_info["path_head"] == os.path.join(probe_info["sys_prefix"], "bin")  # bin/activate was sourced
     assert probe_info["python"] == PY
@@ -216,13 +205,13 @@ def test_preprocess_from_packed_env_answers_like_the_harness(env_server: TritonS
     assert err == "input 'INPUT0' row 0: text is not valid UTF-8"
 
 
-def test_env_check_on_the_same_env(packed_env: Path, probe_info: dict, triton_runtime: Runtime,
+def test_env_check_on_the_same_env(user_packed_env: Path, probe_info: dict, triton_runtime: Runtime,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     from triton_textops.tools.envs import main
 
     stub = triton_runtime.install.backend_directory(PY) / "python" / "triton_python_backend_stub"
     # the tarball, against the stub this server runs (the wheel's stub for our Python) and release 24.10: all good
-    assert main(["env", "check", str(packed_env), "--stub", str(stub), "--triton", "24.10"]) == 0
+    assert main(["env", "check", str(user_packed_env), "--stub", str(stub), "--triton", "24.10"]) == 0
     out = capsys.readouterr().out
     assert "result: OK" in out and "[ok]   numpy 1." in out and "[ok]   import triton_textops" in out
     assert "[ok]   activates in place: sys.prefix = the env" in out

@@ -164,7 +164,7 @@ def test_probe_notices_a_dead_stub_that_ready_does_not(triton_runtime: Runtime, 
 def test_stale_regions_of_a_dead_starter_are_swept_and_live_ones_kept(tmp_path: Path) -> None:
     """What a starter killed before it could stop its server leaves is removed by the next start; regions of a
     live starter (or another pid namespace) are not touched."""
-    from triton_textops.tools.server import SHM_PREFIX, _pid_namespace, _sweep_stale_shm
+    from triton_textops.tools.server.shm import SHM_PREFIX, _pid_namespace, sweep_stale_shm
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = int(dead.stdout)  # exited: nothing has this pid now (a reuse within the test is very unlikely)
@@ -175,7 +175,7 @@ def test_stale_regions_of_a_dead_starter_are_swept_and_live_ones_kept(tmp_path: 
     try:
         for name in names.values():
             (SHM / name).write_bytes(b"x")
-        _sweep_stale_shm()
+        sweep_stale_shm()
         assert not (SHM / names["dead"]).exists()
         assert (SHM / names["live"]).exists() and (SHM / names["other_ns"]).exists()
     finally:

@@ -17,9 +17,6 @@ else:
     # 5 ms switch interval the threads mostly wait for it. 0.1 ms: the slowest tests here 36 -> 3 s (measured).
     sys.setswitchinterval(1e-4)
 
-    from triton_textops.bundled import austen_paragraphs
-    from triton_textops.bundled import vocab_path as bundled_vocab
-
     @pytest.fixture(scope="session", autouse=True)
     def gpu_kernels_for_every_batch():
         """These tests check the GPU kernels, mostly on batches smaller than the placement rule's crossover
@@ -38,11 +35,3 @@ else:
         for item in items:
             if here in item.path.parents:
                 item.add_marker(pytest.mark.filterwarnings("ignore:overflow encountered in scalar:RuntimeWarning"))
-
-    @pytest.fixture(scope="session")
-    def austen() -> list[str]:
-        return austen_paragraphs()
-
-    @pytest.fixture(scope="session")
-    def vocab_path() -> str:
-        return str(bundled_vocab())

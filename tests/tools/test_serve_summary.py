@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from triton_textops.cli import main
-from triton_textops.tools import server as srv
+from triton_textops.tools.server import cli as srv  # the CLI module: what `serve` looks up at run time
+from triton_textops.tools.server.process import exit_on_error
 
 # Two lines of a real tritonserver 2.51 log (24.x quotes each message and escapes its newlines and quotes).
 LOG = r'''I1201 17:53:27.900000 30209 model_lifecycle.cc:472] "loading: broken:1"
@@ -88,6 +89,6 @@ def test_serve_refuses_a_stray_argument(capsys: pytest.CaptureFixture[str], tmp_
 
 
 def test_exit_on_error_as_the_last_argument_leaves_it() -> None:
-    assert srv._exit_on_error([]) is True
-    assert srv._exit_on_error(["--exit-on-error=false"]) is False
-    assert srv._exit_on_error(["--exit-on-error=false", "--exit-on-error=true"]) is True
+    assert exit_on_error([]) is True
+    assert exit_on_error(["--exit-on-error=false"]) is False
+    assert exit_on_error(["--exit-on-error=false", "--exit-on-error=true"]) is True

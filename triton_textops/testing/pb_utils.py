@@ -3,8 +3,10 @@
 Inside Triton the module is two layers: a pure-Python file (dtype maps, BYTES (de)serializers,
 ``get_*_by_name``, ``ModelConfig``, flag constants) onto which the stub ``setattr``s pybind11 classes
 (``Tensor``, ``InferenceRequest``, ``InferenceResponse``, ``TritonError``, ``TritonModelException``,
-``Logger``, ``MetricFamily``, ``PreferredMemory``, ...). This module supplies both, with the real
-messages and the real traps, so that a ``model.py`` tested here behaves as it will in the server:
+``Logger``, ``MetricFamily``, ``PreferredMemory``, ...). This module supplies both: the first is upstream's
+r24.10 file itself, vendored verbatim (``triton_textops/testing/_vendor/``, see its PROVENANCE.md), the second
+is implemented here with the real messages and the real traps, so that a ``model.py`` tested here behaves as it
+will in the server:
 
 * ``Tensor(name, ndarray)`` takes exactly two positional arguments and only a NumPy array; unsupported
   dtypes raise ``TritonModelException("NumPy dtype is not supported.")``; BYTES arrays are serialized
@@ -34,7 +36,7 @@ import enum
 import json
 import logging
 import os
-import struct
+import struct  # noqa: F401 - dir() of the real module lists json, np and struct
 import threading
 import time
 import traceback
@@ -47,333 +49,30 @@ import numpy as np
 
 from triton_textops.ops.core.xp import _cupy
 
+# The pure-Python layer is upstream's own file (python_backend r24.10), as the server's stub imports it; this module
+# implements what the stub implements in C++ and attaches to it (Tensor, requests, responses, senders, errors,
+# logging, metrics, model control).
+from triton_textops.testing._vendor.triton_python_backend_utils import (  # noqa: F401 - the module's own API
+    TRITON_STRING_TO_NUMPY,
+    TRITONSERVER_REQUEST_FLAG_SEQUENCE_END,
+    TRITONSERVER_REQUEST_FLAG_SEQUENCE_START,
+    TRITONSERVER_REQUEST_RELEASE_ALL,
+    TRITONSERVER_REQUEST_RELEASE_RESCHEDULE,
+    TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+    ModelConfig,
+    deserialize_bytes_tensor,
+    get_input_config_by_name,
+    get_input_tensor_by_name,
+    get_output_config_by_name,
+    get_output_tensor_by_name,
+    numpy_to_triton_type,
+    serialize_byte_tensor,
+    triton_string_to_numpy,
+    triton_to_numpy_type,
+    using_decoupled_model_transaction_policy,
+)
+
 _log = logging.getLogger("triton_python_backend_utils")
-
-# ============================================================================ pure-Python layer
-
-TRITON_STRING_TO_NUMPY = {
-    "TYPE_BOOL": bool,
-    "TYPE_UINT8": np.uint8,
-    "TYPE_UINT16": np.uint16,
-    "TYPE_UINT32": np.uint32,
-    "TYPE_UINT64": np.uint64,
-    "TYPE_INT8": np.int8,
-    "TYPE_INT16": np.int16,
-    "TYPE_INT32": np.int32,
-    "TYPE_INT64": np.int64,
-    "TYPE_FP16": np.float16,
-    "TYPE_FP32": np.float32,
-    "TYPE_FP64": np.float64,
-    "TYPE_STRING": np.object_,
-}
-
-TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
-TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
-TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
-TRITONSERVER_REQUEST_RELEASE_ALL = 1
-TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
-
-
-def serialize_byte_tensor(input_tensor: np.ndarray) -> bytes | tuple[()] | None:
-    """``<uint32 LE length><bytes>`` per element in C order; ``()`` when empty; None if not BYTES.
-
-    ``str`` elements are UTF-8 encoded, ``bytes`` kept, anything else ``str()``-ed (object arrays);
-    ``S`` arrays use their raw items (NumPy strips trailing NULs from those).
-    """
-    if input_tensor.size == 0:
-        return ()
-    if input_tensor.dtype == np.object_ or input_tensor.dtype.type == np.bytes_:
-        parts: list[bytes] = []
-        is_object = input_tensor.dtype == np.object_
-        for item in np.nditer(input_tensor, flags=["refs_ok"], order="C"):
-            value = item.item()
-            if is_object:
-                data = value if type(value) is bytes else str(value).encode("utf-8")
-            else:
-                data = value
-            parts.append(struct.pack("<I", len(data)))
-            parts.append(data)
-        return b"".join(parts)
-    return None
-
-
-def deserialize_bytes_tensor(encoded_tensor: Any) -> np.ndarray:
-    """Inverse of :func:`serialize_byte_tensor`: a 1-D ``object`` array of ``bytes``."""
-    buf = bytes(encoded_tensor) if not isinstance(encoded_tensor, bytes) else encoded_tensor
-    items: list[bytes] = []
-    offset = 0
-    while offset < len(buf):
-        (length,) = struct.unpack_from("<I", buf, offset)
-        offset += 4
-        (item,) = struct.unpack_from(f"<{length}s", buf, offset)
-        offset += length
-        items.append(item)
-    return np.array(items, dtype=np.object_)
-
-
-def get_input_tensor_by_name(inference_request: Any, name: str) -> Tensor | None:
-    """The request input called ``name``, or None."""
-    for tensor in inference_request.inputs():
-        if tensor.name() == name:
-            return tensor
-    return None
-
-
-def get_output_tensor_by_name(inference_response: Any, name: str) -> Tensor | None:
-    """The response output called ``name``, or None."""
-    for tensor in inference_response.output_tensors():
-        if tensor.name() == name:
-            return tensor
-    return None
-
-
-def get_input_config_by_name(model_config: dict, name: str) -> dict | None:
-    """The ``input`` entry of a parsed model config called ``name``, or None."""
-    if "input" in model_config:
-        for props in model_config["input"]:
-            if props["name"] == name:
-                return props
-    return None
-
-
-def get_output_config_by_name(model_config: dict, name: str) -> dict | None:
-    """The ``output`` entry of a parsed model config called ``name``, or None."""
-    if "output" in model_config:
-        for props in model_config["output"]:
-            if props["name"] == name:
-                return props
-    return None
-
-
-def using_decoupled_model_transaction_policy(model_config: dict) -> bool:
-    """True when the parsed config sets ``model_transaction_policy { decoupled: true }``."""
-    if "model_transaction_policy" in model_config:
-        return model_config["model_transaction_policy"]["decoupled"]
-    return False
-
-
-_TRITON_TO_NUMPY = {
-    1: np.bool_,
-    2: np.uint8,
-    3: np.uint16,
-    4: np.uint32,
-    5: np.uint64,
-    6: np.int8,
-    7: np.int16,
-    8: np.int32,
-    9: np.int64,
-    10: np.float16,
-    11: np.float32,
-    12: np.float64,
-    13: np.object_,
-}
-
-
-def triton_to_numpy_type(data_type: int) -> Any:
-    """Triton DataType code (1..13) to a NumPy type; None for anything else (BF16 included)."""
-    for code, typ in _TRITON_TO_NUMPY.items():
-        if data_type == code:
-            return typ
-    return None
-
-
-def numpy_to_triton_type(data_type: Any) -> int | None:
-    """NumPy dtype/type to the Triton DataType code; ``np.bytes_`` -> 13; unknown -> None."""
-    for code, typ in _TRITON_TO_NUMPY.items():
-        if code == 13:
-            break
-        if data_type == typ:
-            return code
-    if data_type == np.object_ or data_type == np.bytes_:
-        return 13
-    return None
-
-
-def triton_string_to_numpy(triton_type_string: str) -> Any:
-    """``"TYPE_FP32"`` -> ``np.float32`` (KeyError for unknown names, TYPE_BF16 included)."""
-    return TRITON_STRING_TO_NUMPY[triton_type_string]
-
-
-class ModelConfig:
-    """The object ``auto_complete_config`` receives and must return (python_backend semantics)."""
-
-    def __init__(self, model_config: str) -> None:
-        self._model_config = json.loads(model_config)
-
-    def as_dict(self) -> dict:
-        """The (mutable) parsed configuration."""
-        return self._model_config
-
-    def set_max_batch_size(self, max_batch_size: int) -> None:
-        """Set ``max_batch_size``; ValueError if the config already has a larger value."""
-        cfg = self._model_config
-        if cfg["max_batch_size"] > max_batch_size:
-            raise ValueError(
-                "configuration specified max_batch_size "
-                + str(cfg["max_batch_size"])
-                + ", but in auto-complete-config function for model '"
-                + cfg["name"]
-                + "' specified max_batch_size "
-                + str(max_batch_size)
-            )
-        cfg["max_batch_size"] = max_batch_size
-
-    def set_dynamic_batching(self) -> None:
-        """Enable dynamic batching unless sequence or ensemble scheduling is configured."""
-        cfg = self._model_config
-        found = None
-        if "sequence_batching" in cfg:
-            found = "sequence_batching"
-        elif "ensemble_scheduling" in cfg:
-            found = "ensemble_scheduling"
-        if found is not None:
-            raise ValueError(
-                "Configuration specified scheduling_choice as '"
-                + found
-                + "', but auto-complete-config function for model '"
-                + cfg["name"]
-                + "' tries to set scheduling_choice as 'dynamic_batching'"
-            )
-        if "dynamic_batching" not in cfg:
-            cfg["dynamic_batching"] = {}
-
-    def _check_io(self, io: dict, kind: str, valid: list[str], valid_text: str) -> None:
-        name = self._model_config["name"]
-        for prop in io:
-            if prop not in valid:
-                raise ValueError(
-                    f"{kind} '"
-                    + io["name"]
-                    + "' in auto-complete-config function for model '"
-                    + name
-                    + f"' contains property other than {valid_text}."
-                )
-        if "name" not in io:
-            raise ValueError(
-                f"{kind} in auto-complete-config function for model '"
-                + name
-                + "' is missing 'name' property."
-            )
-        for prop in ("data_type", "dims"):
-            if prop not in io:
-                raise ValueError(
-                    f"{kind} '"
-                    + io["name"]
-                    + "' in auto-complete-config function for model '"
-                    + name
-                    + f"' is missing '{prop}' property."
-                )
-
-    def add_input(self, input: dict) -> None:  # noqa: A002 - the real parameter name
-        """Add or complete an input (keys name, data_type, dims, optional)."""
-        self._check_io(
-            input,
-            "input",
-            ["name", "data_type", "dims", "optional"],
-            "'name', 'data_type', 'dims' and 'optional'",
-        )
-        name = self._model_config["name"]
-        for cur in self._model_config["input"]:
-            if input["name"] != cur["name"]:
-                continue
-            if cur["data_type"] != "TYPE_INVALID" and cur["data_type"] != input["data_type"]:
-                raise ValueError(
-                    "unable to load model '"
-                    + name
-                    + "', configuration expects datatype "
-                    + cur["data_type"]
-                    + " for input '"
-                    + input["name"]
-                    + "', model provides "
-                    + input["data_type"]
-                )
-            if cur["dims"] and cur["dims"] != input["dims"]:
-                raise ValueError(
-                    "model '"
-                    + name
-                    + "', tensor '"
-                    + input["name"]
-                    + "': the model expects dims "
-                    + str(input["dims"])
-                    + " but the model configuration specifies dims "
-                    + str(cur["dims"])
-                )
-            if "optional" in cur and "optional" in input and cur["optional"] != input["optional"]:
-                raise ValueError(
-                    "model '"
-                    + name
-                    + "', tensor '"
-                    + input["name"]
-                    + "': the model expects optional "
-                    + str(input["optional"])
-                    + " but the model configuration specifies optional "
-                    + str(cur["optional"])
-                )
-            cur["data_type"] = input["data_type"]
-            cur["dims"] = input["dims"]
-            if "optional" in input:
-                cur["optional"] = input["optional"]
-            return
-        self._model_config["input"].append(input)
-
-    def add_output(self, output: dict) -> None:
-        """Add or complete an output (keys name, data_type, dims)."""
-        self._check_io(output, "output", ["name", "data_type", "dims"], "'name', 'data_type' and 'dims'")
-        name = self._model_config["name"]
-        for cur in self._model_config["output"]:
-            if output["name"] != cur["name"]:
-                continue
-            if cur["data_type"] != "TYPE_INVALID" and cur["data_type"] != output["data_type"]:
-                raise ValueError(
-                    "unable to load model '"
-                    + name
-                    + "', configuration expects datatype "
-                    + cur["data_type"]
-                    + " for output '"
-                    + output["name"]
-                    + "', model provides "
-                    + output["data_type"]
-                )
-            if cur["dims"] and cur["dims"] != output["dims"]:
-                raise ValueError(
-                    "model '"
-                    + name
-                    + "', tensor '"
-                    + output["name"]
-                    + "': the model expects dims "
-                    + str(output["dims"])
-                    + " but the model configuration specifies dims "
-                    + str(cur["dims"])
-                )
-            cur["data_type"] = output["data_type"]
-            cur["dims"] = output["dims"]
-            return
-        self._model_config["output"].append(output)
-
-    def set_model_transaction_policy(self, transaction_policy_dict: dict) -> None:
-        """Set ``model_transaction_policy`` (only ``decoupled``; cannot flip an existing value)."""
-        cfg = self._model_config
-        for prop in transaction_policy_dict.keys():
-            if prop != "decoupled":
-                raise ValueError(
-                    "model transaction property in auto-complete-config function for model '"
-                    + cfg["name"]
-                    + "' contains property other than 'decoupled'."
-                )
-        if "model_transaction_policy" not in cfg:
-            cfg["model_transaction_policy"] = {}
-        if "decoupled" in transaction_policy_dict:
-            policy = cfg["model_transaction_policy"]
-            if "decoupled" in policy and policy["decoupled"] != transaction_policy_dict["decoupled"]:
-                raise ValueError(
-                    "trying to change decoupled property in auto-complete-config for model '"
-                    + cfg["name"]
-                    + "', which is already set to '"
-                    + str(policy["decoupled"])
-                    + "'."
-                )
-            policy["decoupled"] = transaction_policy_dict["decoupled"]
-
 
 # ============================================================================ mock runtime state
 
@@ -538,14 +237,12 @@ _DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_BOOL = 0, 1, 2, 4, 6
 
 def _tensor_dtype_code(dtype: np.dtype) -> int:
     """The stub's numpy->Triton mapping used by ``Tensor(name, ndarray)`` (raises when unsupported)."""
-    for code, typ in _TRITON_TO_NUMPY.items():
-        if code == 13:
-            break
-        if dtype == typ:
-            return code
-    if dtype == np.object_ or dtype == np.bytes_ or dtype.type == np.bytes_:
-        return _TYPE_BYTES
-    raise TritonModelException("NumPy dtype is not supported.")
+    code = numpy_to_triton_type(dtype)  # the .py layer's table: bool, u/int 8-64, fp 16-64, object and bytes_
+    if code is None and dtype.type == np.bytes_:  # 'S<n>' arrays (np.dtype('S5') != np.bytes_)
+        code = _TYPE_BYTES
+    if code is None:
+        raise TritonModelException("NumPy dtype is not supported.")
+    return code
 
 
 def _is_c_contiguous(shape: Sequence[int], strides_elems: Sequence[int] | None) -> bool:
@@ -723,7 +420,7 @@ class Tensor(_Bound):
             t._np = flat.reshape(array.shape)
             t._serialized = raw
         else:
-            t._np = np.array(array, dtype=_TRITON_TO_NUMPY[dtype], order="C", copy=True)
+            t._np = np.array(array, dtype=triton_to_numpy_type(dtype), order="C", copy=True)
         return t
 
     @classmethod
@@ -735,7 +432,7 @@ class Tensor(_Bound):
         t = cls.__new__(cls)
         t._init(name, dtype, list(array.shape), "GPU", device_id)
         with cp.cuda.Device(device_id):
-            t._dev = cp.array(array, dtype=_TRITON_TO_NUMPY[dtype], order="C", copy=True)
+            t._dev = cp.array(array, dtype=triton_to_numpy_type(dtype), order="C", copy=True)
             cp.cuda.get_current_stream().synchronize()
         return t
 

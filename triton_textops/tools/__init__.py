@@ -3,9 +3,12 @@
 * :mod:`.server`: :class:`~triton_textops.tools.server.TritonServer` and ``triton-textops serve`` (a real
   tritonserver on loopback); :mod:`.probe`: ``triton-textops probe``, the real liveness check;
 * :mod:`.repo`: ``triton-textops repo create`` (the seed's ``ensemble_all`` repository);
-* :mod:`.stub`: ``triton-textops stub build``; :mod:`.envs`: ``triton-textops env pack|check|spec``;
+* :mod:`.stub`: ``triton-textops stub build``; :mod:`.envs`: ``triton-textops env pack|check|spec`` (packages,
+  one module per layer);
 * :mod:`.deploy`: ``triton-textops deploy kserve|sagemaker``;
 * :mod:`.features_cli`: ``triton-textops fit-features``;
+* :mod:`.interpreter` (:class:`~triton_textops.tools.interpreter.PythonInfo`, ``--python`` lookup) and
+  :mod:`.proc` (:func:`~triton_textops.tools.proc.run`, the one subprocess runner), shared by all of the above;
 * :mod:`.example`: the trained readability example (``triton-textops example readability``) and its ``demo``.
 
 The library layers (``ops``, ``models``, ``triton``, ``testing``) never import from here.

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from triton_textops.tools.proc import run
 from triton_textops.tools.server import TRITON_VERSION, cache_dir
 
 TRITONCLIENT_REQUIREMENT = f"tritonclient=={TRITON_VERSION}"  # the last wheel with the binary; = our server
@@ -182,11 +183,10 @@ def _download(requirement: str, dest: Path) -> Path:
     cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check", "download", "--no-deps",
            "--only-binary=:all:", *(a for tag in _PLATFORMS for a in ("--platform", tag)),
            "--python-version", f"{sys.version_info.major}.{sys.version_info.minor}", "-d", str(dest), requirement]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    run(cmd, f"perf_analyzer set-up: pip download {requirement}", error=PerfAnalyzerError)
     wheels = sorted(dest.glob("*.whl")) if dest.is_dir() else []
-    if proc.returncode != 0 or not wheels:
-        raise PerfAnalyzerError(f"perf_analyzer set-up: pip could not download {requirement} (exit "
-                                f"{proc.returncode}): {' '.join(cmd)}\n{(proc.stdout + proc.stderr)[-2000:]}")
+    if not wheels:
+        raise PerfAnalyzerError(f"perf_analyzer set-up: pip download {requirement} left no wheel in {dest}")
     return wheels[0]
 
 
@@ -341,14 +341,9 @@ def run_perf_analyzer(
     if output_shared_memory_size is not None:
         cmd += ["--output-shared-memory-size", str(output_shared_memory_size)]
     cmd += list(extra_args)
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=pa.environment(), timeout=timeout)
-    except subprocess.TimeoutExpired as err:
-        out = (err.stdout or b"").decode(errors="replace") if isinstance(err.stdout, bytes) else (err.stdout or "")
-        raise PerfAnalyzerError(f"perf_analyzer did not finish in {timeout:g} s: {' '.join(cmd)}\n{out[-3000:]}") \
-            from None
-    if proc.returncode != 0 or not csv_file.is_file():
-        raise PerfAnalyzerError(f"perf_analyzer failed (exit {proc.returncode}): {' '.join(cmd)}\n"
+    proc = run(cmd, "perf_analyzer", error=PerfAnalyzerError, env=pa.environment(), timeout=timeout)
+    if not csv_file.is_file():
+        raise PerfAnalyzerError(f"perf_analyzer wrote no {csv_file}: {' '.join(cmd)}\n"
                                 f"{(proc.stdout + proc.stderr)[-3000:]}")
     return read_csv(csv_file)
 
