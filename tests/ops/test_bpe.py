@@ -174,7 +174,7 @@ def test_decode_roundtrip(ranked: tuple[str, BPETokenizer]) -> None:
     ids = np.array([tok.encode(["é"]).ids[0]], dtype=np.int64) if name != "qwen2" else None
     if ids is not None and len(tok.encode(["é"]).ids) > 1:  # half a character: U+FFFD, as HF's decoder
         assert tok.decode(ids, [0, 1], errors="replace") == [tok.token_bytes(int(ids[0])).decode("utf-8", "replace")]
-    with pytest.raises(InputError, match=rf"row 1: token 0 is {tok.n_ids}, not an id"):
+    with pytest.raises(InputError, match=rf"row 1 position 0: id {tok.n_ids} is not an id of this vocabulary \\(size {tok.n_ids}\\)"):
         tok.decode([1, tok.n_ids], [0, 1, 2])
 
 
