@@ -40,7 +40,7 @@ DIVERGENCES = {
     "of encoding": "a rank file whose ranks hold the named encoding's special ids",
     "is not a token of the vocabulary": "a template's special token missing from the vocabulary",
     "is not in the vocabulary": "a vocab.txt without [CLS] / [SEP] / [UNK]",
-    "the largest id this package's int32 kernels hold": "an id past 2**31 - 1 (the reference takes u32)",
+    "this package's int32 kernels hold": "an id or count past 2**31 - 1 (the reference takes u32 / usize)",
     "is not a token id 0 .. 2**32 - 1": "HF's vocab.json reader truncates an id past 2**32 - 1 to 32 bits",
 }
 
@@ -169,8 +169,8 @@ def json_mutants(doc: Any, rng: random.Random, n: int, per_list: int = 3) -> Ite
                 p2[k] = not value
             else:
                 p2[k] = rng.choice(RETYPES)
-        elif type(value) is int:
-            p2[k] = rng.choice(BIG + [value + 1])
+        elif type(value) is int:  # (not a padding length: HF would pad every text to it)
+            p2[k] = rng.choice([value + 1, 4096] if "padding" in path else BIG + [value + 1])
         elif isinstance(value, str):
             p2[k] = value + rng.choice(["x", " ", " y", "\u0100"])
         else:

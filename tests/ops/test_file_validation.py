@@ -21,6 +21,7 @@ from model_dirs import TOKENIZE, write_model  # noqa: E402
 
 from triton_textops import Tokenizer  # noqa: E402
 from triton_textops.errors import ConfigError, InputError  # noqa: E402
+from triton_textops.ops.bpe import formats as F  # noqa: E402
 from triton_textops.testing import ModelLoadError, load_model  # noqa: E402
 
 
@@ -208,7 +209,7 @@ def _fuzz(base, root, seed, n):
 
 def test_fuzz_mutants_decide_as_the_references(base, tmp_path):
     """A few mutants of each base file (a few seconds)."""
-    _fuzz(base, tmp_path, 50, 6)
+    _fuzz(base, tmp_path, 50, 15)
 
 
 @pytest.mark.slow
@@ -216,3 +217,17 @@ def test_fuzz_mutants_decide_as_the_references_longer(base, tmp_path):
     """More mutants (TEXTOPS_FUZZ_FILES per base file, default 150: about a minute)."""
     _fuzz(base, tmp_path, int(os.environ.get("TEXTOPS_FUZZ_SEED", "1")),
           int(os.environ.get("TEXTOPS_FUZZ_FILES", "150")))
+
+
+def test_a_merge_listed_twice_takes_its_last_rank_as_hf(base, tmp_path):
+    d = tmp_path / "g"
+    d.mkdir()
+    (d / "vocab.json").write_bytes((base["gpt2_files"] / "vocab.json").read_bytes())
+    lines = (base["gpt2_files"] / "merges.txt").read_text(encoding="utf-8").split("\n")
+    (d / "merges.txt").write_text("\n".join(lines[:-1] + lines[1:3] + [""]), encoding="utf-8")  # (ranked last)
+    ok, got = Z.ours(d, "gpt2_files")
+    assert ok and (ok, got) == Z.reference(d, "gpt2_files")
+    left, right, rank, _ = F.read_gpt2_files(d / "vocab.json", d / "merges.txt").pair_table()
+    vocab = json.loads((d / "vocab.json").read_text(encoding="utf-8"))
+    a, b = (vocab[t] for t in lines[1].split(" "))
+    assert rank[(left == a) & (right == b)].tolist() == [len(lines) - 2]  # (one entry, the last of the 302 ranks)

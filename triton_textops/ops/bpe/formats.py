@@ -119,17 +119,19 @@ class BPESpec:
     def pair_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(left id, right id, rank, result id) of every ranked merge (``merges`` files), as int64 arrays. Rank
         files' pairs (every split of every token) are built from the vocabulary table by
-        :class:`~triton_textops.ops.bpe.merge.Vocab`."""
+        :class:`~triton_textops.ops.bpe.merge.Vocab`. A pair listed twice has its last rank (HF's merge map)."""
         vocab = self.vocab
-        left, right, rank, result = [], [], [], []
+        pairs: dict[tuple[int, int], tuple[int, int]] = {}
         for r, (a, b) in enumerate(self.merges or ()):
             ia, ib, ic = vocab.get(a), vocab.get(b), vocab.get(a + b)
             if ia is None or ib is None or ic is None:
                 continue  # (a merge over a token that is not byte-level: never applies)
-            left.append(ia)
-            right.append(ib)
-            rank.append(r)
-            result.append(ic)
+            pairs.pop((ia, ib), None)
+            pairs[ia, ib] = (r, ic)
+        left = [p[0] for p in pairs]
+        right = [p[1] for p in pairs]
+        rank = [v[0] for v in pairs.values()]
+        result = [v[1] for v in pairs.values()]
         return tuple(np.asarray(x, dtype=np.int64) for x in (left, right, rank, result))  # type: ignore[return-value]
 
 

@@ -149,9 +149,7 @@ def read_tokenizer_json(path: str | os.PathLike) -> WordPieceSpec:
     prefix = model.get("continuing_subword_prefix", "##")
     if not isinstance(prefix, str):
         refuse("model.continuing_subword_prefix", prefix, "is not a string")
-    max_chars = model.get("max_input_chars_per_word", 100)
-    if type(max_chars) is not int or not 0 <= max_chars <= MAX_ID:
-        refuse("model.max_input_chars_per_word", max_chars, "is not an integer 0 .. 2**31 - 1")
+    max_chars = min(model["max_input_chars_per_word"], MAX_ID)  # (a usize: past int32, no word is that long)
     spec = WordPieceSpec(vocab, unk, prefix, max_chars, _normalizer(doc.get("normalizer"), refuse), source=str(p))
     _pre_tokenizer(doc.get("pre_tokenizer"), refuse)
     spec.added = _added_tokens(doc.get("added_tokens") or [], vocab, refuse)
