@@ -264,8 +264,8 @@ def test_wordpiece_llm_ids_are_the_files(wp_dirs: dict) -> None:
 
 
 @pytest.mark.parametrize(("config", "message"), [
-    ({"pad_token": "[PAD]"}, r"tokenizer_dir: .*no end token \(no eos_token in tokenizer_config.json\)"),
-    ({"eos_token": "<|end|>"}, r"tokenizer_dir: tokenizer_config.json's eos_token '<\|end\|>' is not a token"),
+    ({"pad_token": "[PAD]"}, r"parameter 'tokenizer_dir': .*no end token \(no eos_token in tokenizer_config.json\)"),
+    ({"eos_token": "<|end|>"}, r"parameter 'tokenizer_dir': tokenizer_config.json's eos_token '<\|end\|>' is not a token"),
 ])
 def test_wordpiece_llm_without_an_end_token_fails_load(tmp_path: Path, config: dict, message: str) -> None:
     tok_dir = write_wordpiece_dir(tmp_path, "wordpiece", config)

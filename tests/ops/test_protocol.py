@@ -219,7 +219,7 @@ def test_bpe_decode_strict_names_the_row(llama3: tuple) -> None:
         ours.decode(ids, off)
     assert ours.decode(ids, off, errors="replace") == ["fine", "\ufffd"]
     assert ours.decode(ids, off, errors=None) == [b"fine", b"\xc3"]
-    with pytest.raises(InputError, match=r"row 0: token 1 is 999999999, not an id"):
+    with pytest.raises(InputError, match=r"row 0 position 1: id 999999999 is not an id of this vocabulary"):
         ours.decode([5, 999999999], [0, 2])
 
 

@@ -486,6 +486,9 @@ def check_sequences(tokens: np.ndarray, lengths: np.ndarray, n_ids: int,
         raise InputError(f"input '{ln}' is negative ({int(lengths.min())})")
     ids, offsets = sequences(tokens, lengths)
     if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n_ids):
-        bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
-        raise InputError(f"input '{tn}': token {bad} is not an id of the vocabulary (0 .. {n_ids - 1})")
+        k = int(np.flatnonzero((ids < 0) | (ids >= n_ids))[0])
+        r = int(np.searchsorted(offsets, k, side="right")) - 1
+        b, beam = divmod(r, tokens.shape[1])
+        raise InputError(f"input '{tn}': [{b}, {beam}] position {k - int(offsets[r])}: id {int(ids[k])} is not an "
+                         f"id of this vocabulary (size {n_ids})")
     return ids, offsets

@@ -20,13 +20,13 @@ returns the family's tokenizer: :class:`~triton_textops.ops.wordpiece.tokenizer.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from triton_textops.errors import ConfigError
 from triton_textops.ops.core.files import HEAD, sniff
+from triton_textops.ops.core.validate import read_json
 
 FAMILIES = ("WordPiece (tokenizer.json model.type WordPiece, or a vocab.txt)",
             "byte-level BPE (tokenizer.json model.type BPE with a ByteLevel pre-tokenizer or decoder, a .tiktoken "
@@ -148,10 +148,7 @@ def _encoding_of(path: Path) -> str:
 
 def _from_tokenizer_json(path: Path, directory: Path, device: str) -> Any:
     """Dispatch a tokenizer.json on its ``model.type`` (and, for BPE, whether it is byte-level)."""
-    try:
-        doc = json.loads(path.read_bytes())
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}: not valid JSON ({e})") from None
+    doc = read_json(path)
     model = doc.get("model") if isinstance(doc, dict) else None
     if not isinstance(model, dict):
         raise ConfigError(f"{path}: no 'model' object: not a tokenizer.json{_FAMILIES}")

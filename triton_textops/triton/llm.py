@@ -67,7 +67,7 @@ class LLMModel(TextOpsModel):
             self.tokenizer = tok = LLMTokenizer(p["tokenizer_dir"], encoding=p["encoding"], device=self.device,
                                                 gpu_min_batch=p["gpu_min_batch"])
         except (ValueError, FileNotFoundError) as e:  # (ConfigError is a ValueError)
-            raise ConfigError(f"model '{model}': tokenizer_dir: {e}") from None
+            raise ConfigError(f"model '{model}': parameter 'tokenizer_dir': {e}") from None
         if p.get("streaming") and not tok.exact_stream:
             raise ConfigError(f"model '{model}': streaming: tokenizer_dir is a {tok.family} tokenizer, whose deltas "
                               "do not decode to pieces of the text (spaces go between its tokens): streaming needs "

@@ -43,12 +43,13 @@ def load_tokenizer(model: TextOpsModel) -> Any:
     p = model.params
     if p["return_overflowing_tokens"] and model.batched:
         raise ConfigError("return_overflowing_tokens needs max_batch_size: 0 (a text may give several rows)")
-    if p["tokenizer"] is None:
-        return BertTokenizer.from_vocab(p["vocab"], lowercase=p["lowercase"] is not False, device=model.device)
+    param = "vocab" if p["tokenizer"] is None else "tokenizer"
     try:
+        if p["tokenizer"] is None:
+            return BertTokenizer.from_vocab(p["vocab"], lowercase=p["lowercase"] is not False, device=model.device)
         return Tokenizer.from_pretrained(p["tokenizer"], device=model.device)
     except (ValueError, FileNotFoundError) as e:  # (ConfigError is a ValueError)
-        raise ConfigError(f"model '{model.model_config.get('name', '?')}': parameter 'tokenizer': {e}") from None
+        raise ConfigError(f"model '{model.model_config.get('name', '?')}': parameter '{param}': {e}") from None
 
 
 def encode_rows(model: TextOpsModel, batch: Any, add_special_tokens: bool = True) -> Any:

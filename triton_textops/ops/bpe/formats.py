@@ -12,7 +12,6 @@ silent approximation. A pattern is recognized by its exact string (:data:`PATTER
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 from dataclasses import dataclass, field
@@ -23,6 +22,13 @@ import numpy as np
 
 from triton_textops.ops.core.files import check_text
 from triton_textops.ops.core.hf_json import AddedToken, Padding, Truncation, padding, read_config, truncation
+from triton_textops.ops.core.validate import (
+    check_tokenizer_json,
+    gpt2_vocab,
+    merge_lines,
+    rank_lines,
+    read_json,
+)
 
 # ------------------------------------------------------------------------------------------- patterns
 GPT2, CL100K, QWEN2, O200K, WHOLE = range(5)  # pre-tokenizer families (WHOLE: a segment is one pre-token)
@@ -113,17 +119,19 @@ class BPESpec:
     def pair_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(left id, right id, rank, result id) of every ranked merge (``merges`` files), as int64 arrays. Rank
         files' pairs (every split of every token) are built from the vocabulary table by
-        :class:`~triton_textops.ops.bpe.merge.Vocab`."""
+        :class:`~triton_textops.ops.bpe.merge.Vocab`. A pair listed twice has its last rank (HF's merge map)."""
         vocab = self.vocab
-        left, right, rank, result = [], [], [], []
+        pairs: dict[tuple[int, int], tuple[int, int]] = {}
         for r, (a, b) in enumerate(self.merges or ()):
             ia, ib, ic = vocab.get(a), vocab.get(b), vocab.get(a + b)
             if ia is None or ib is None or ic is None:
-                continue  # HF skips such a merge too (its symbols never exist)
-            left.append(ia)
-            right.append(ib)
-            rank.append(r)
-            result.append(ic)
+                continue  # (a merge over a token that is not byte-level: never applies)
+            pairs.pop((ia, ib), None)
+            pairs[ia, ib] = (r, ic)
+        left = [p[0] for p in pairs]
+        right = [p[1] for p in pairs]
+        rank = [v[0] for v in pairs.values()]
+        result = [v[1] for v in pairs.values()]
         return tuple(np.asarray(x, dtype=np.int64) for x in (left, right, rank, result))  # type: ignore[return-value]
 
 
@@ -142,19 +150,9 @@ def read_tiktoken(path: str | os.PathLike, encoding: str) -> BPESpec:
     if encoding not in ENCODINGS:
         raise ValueError(f"encoding must be one of {', '.join(ENCODINGS)}, got {encoding!r}")
     family, specials, nfc = ENCODINGS[encoding]
-    vocab: dict[bytes, int] = {}
     data = _read_bytes(path, "tiktoken rank file")
     check_text(data, path, "tiktoken rank file")
-    for n, line in enumerate(data.splitlines(), 1):
-        if not line.strip():
-            continue
-        parts = line.split()
-        try:
-            if len(parts) != 2:
-                raise ValueError
-            vocab[base64.b64decode(parts[0], validate=True)] = int(parts[1])
-        except ValueError:
-            raise ValueError(f"{path}: line {n} is not 'base64(token) rank'") from None
+    vocab = rank_lines(data, path)
     _check_bytes(vocab, path)
     clash = sorted(i for i in specials.values() if i in set(vocab.values()))
     if clash:
@@ -173,8 +171,8 @@ def _check_bytes(vocab: dict[bytes, int], where: Any) -> None:
 
 def read_gpt2_files(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> BPESpec:
     """GPT-2's original ``encoder.json`` (token string -> id) and ``vocab.bpe`` (ranked merges)."""
-    encoder = json.loads(_read_bytes(encoder_json, "encoder.json"))
-    merges = _merge_lines(_read_bytes(vocab_bpe, "vocab.bpe").decode("utf-8").split("\n"), vocab_bpe)
+    encoder = gpt2_vocab(read_json(encoder_json, "encoder.json"), encoder_json)
+    merges = _byte_merges(merge_lines(_read_bytes(vocab_bpe, "vocab.bpe"), vocab_bpe, encoder))
     vocab = _byte_vocab(encoder, encoder_json, "")
     spec = BPESpec(vocab, merges, GPT2, False, source=f"{encoder_json} + {vocab_bpe}")
     if "<|endoftext|>" in encoder:
@@ -182,24 +180,15 @@ def read_gpt2_files(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLik
     return spec
 
 
-def _merge_lines(lines: list[str], where: Any) -> list[tuple[bytes, bytes]]:
+def _byte_merges(pairs: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    """The merges as bytes; one with a character outside the byte-level alphabet is dropped (a byte-level
+    pre-tokenizer never makes that symbol, so HF never applies it either)."""
     out = []
-    for n, line in enumerate(lines, 1):
-        if not line or (n == 1 and line.startswith("#version")):
-            continue
-        parts = line.split(" ")
-        if len(parts) != 2:
-            raise ValueError(f"{where}: merge line {n} is not two tokens separated by a space: {line!r}")
-        out.append(_merge_pair(parts, where, n))
+    for a, b in pairs:
+        x, y = _unmap(a), _unmap(b)
+        if x is not None and y is not None:
+            out.append((x, y))
     return out
-
-
-def _merge_pair(parts: list[str], where: Any, n: int) -> tuple[bytes, bytes]:
-    a, b = _unmap(parts[0]), _unmap(parts[1])
-    if a is None or b is None:
-        raise ValueError(f"{where}: merge {n} ({parts[0]!r} {parts[1]!r}) has characters outside the byte-level "
-                         "alphabet")
-    return a, b
 
 
 def _byte_vocab(vocab: dict[str, int], where: Any, field_name: str) -> dict[bytes, int]:
@@ -208,7 +197,7 @@ def _byte_vocab(vocab: dict[str, int], where: Any, field_name: str) -> dict[byte
         b = _unmap(tok)
         if b is None:
             continue  # not a byte-level string (an added token's text listed in the vocab): reachable only whole
-        out[b] = int(i)
+        out[b] = i
     _check_bytes(out, f"{where} {field_name}".strip())
     return out
 
@@ -266,23 +255,21 @@ def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool =
     them off for a call that does not ask for truncation or padding (the LLM models' reference)."""
     d = Path(directory)
     path = d / "tokenizer.json" if d.is_dir() else d
-    doc = json.loads(_read_bytes(path, "tokenizer.json"))
-    model = doc.get("model") or {}
+    doc = read_json(path)
+    fc = check_tokenizer_json(doc, path, "BPE")
+    model = doc["model"]
     where = str(path)
 
     def refuse(field_name: str, value: Any, why: str = "is not supported") -> None:
-        raise ValueError(f"{where}: {field_name} = {json.dumps(value)[:120]} {why}")
-
-    if model.get("type") != "BPE":
-        refuse("model.type", model.get("type"), "is not supported (byte-level BPE only)")
+        fc.fail(field_name, value, why)
     for key, ok in (("dropout", (None,)), ("continuing_subword_prefix", (None, "")), ("end_of_word_suffix", (None, "")),
                     ("byte_fallback", (None, False))):
         if model.get(key) not in ok:
             refuse(f"model.{key}", model.get(key))
-    vocab = _byte_vocab(model.get("vocab") or {}, where, "model.vocab")
-    raw_merges = model.get("merges") or []
-    merges = [_merge_pair(m.split(" ") if isinstance(m, str) else list(m), where, n)
-              for n, m in enumerate(raw_merges, 1)]
+    str_vocab = fc.vocab(model["vocab"], "model.vocab")
+    vocab = _byte_vocab(str_vocab, where, "model.vocab")
+    merges = _byte_merges(fc.merges(model["merges"], str_vocab, "model.merges", model.get("continuing_subword_prefix")
+                                    or ""))
     family, prefix_space = _pre_tokenizer(doc.get("pre_tokenizer"), refuse)
     norm = doc.get("normalizer")
     nfc = False
@@ -294,7 +281,6 @@ def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool =
     dec = doc.get("decoder")
     if dec is not None and dec.get("type") != "ByteLevel":
         refuse("decoder", dec, "is not supported (ByteLevel or none)")
-    str_vocab = model.get("vocab") or {}
     spec = BPESpec(vocab, merges, family, bool(model.get("ignore_merges", False)), nfc=nfc,
                    add_prefix_space=prefix_space, source=where, match_added=True)
     for content, tid, flags in _hf_added_ids(doc.get("added_tokens") or [], str_vocab, where):
@@ -316,7 +302,8 @@ def _pre_tokenizer(pre: Any, refuse: Any) -> tuple[int, bool]:
     family, prefix_space, byte_level = WHOLE, False, False
     for i, step in enumerate(steps):
         kind = (step or {}).get("type")
-        name = f"pre_tokenizer.pretokenizers[{i}]" if len(steps) > 1 or pre.get("type") == "Sequence" else "pre_tokenizer"
+        name = f"pre_tokenizer.pretokenizers[{i}]" if len(steps) > 1 or (pre or {}).get("type") == "Sequence" \
+            else "pre_tokenizer"
         if kind == "ByteLevel" and not byte_level and i == len(steps) - 1:
             byte_level = True
             prefix_space = bool(step.get("add_prefix_space", False))
@@ -375,6 +362,8 @@ def _template(post: Any, refuse: Any) -> tuple[list[int], list[int]]:
             seen = False
             for item in step.get("single") or []:
                 if "Sequence" in item:
+                    if seen or item["Sequence"]["id"] != "A":
+                        refuse("post_processor.single", step["single"], "is not supported (one sequence, $A)")
                     seen = True
                     continue
                 sid = item.get("SpecialToken", {}).get("id")
@@ -383,6 +372,8 @@ def _template(post: Any, refuse: Any) -> tuple[list[int], list[int]]:
                     refuse("post_processor.special_tokens", sid, "is missing from the template's special_tokens")
                 (suffix if seen else prefix).extend(_token_id(x, f"post_processor.special_tokens.{sid}.ids", refuse)
                                                     for x in ids)
+            if not seen:
+                refuse("post_processor.single", step.get("single"), "has no $A (not supported)")
         else:
             refuse("post_processor", post, "is not supported (TemplateProcessing, RobertaProcessing, BertProcessing, "
                    "ByteLevel)")

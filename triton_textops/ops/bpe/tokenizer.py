@@ -535,7 +535,7 @@ class BPETokenizer(Placed):
         UTF-8, as HF's ByteLevel decoder), or ``None``: each text's token bytes. An id outside the vocabulary is an
         :class:`InputError` naming the row, the position and the id."""
         return decode_batch(self, (DECODE_COUNT, DECODE_WRITE), self._dec, ids, offsets, skip_special_tokens,
-                            errors, f"0 .. {self.n_ids - 1}")
+                            errors, f"size {self.n_ids}")
 
     def token_bytes(self, i: int) -> bytes:
         """The bytes token ``i`` decodes to."""

@@ -19,7 +19,8 @@ def decode_batch(tok: Any, kernels: tuple, table: tuple, ids: Any, offsets: Any,
     """Each text of ``ids`` (flat, ``offsets`` n+1, host or device) decoded by ``kernels`` (count, write: each
     ``(t, ids, offsets, table, skip, ...)``) on ``tok``'s device. ``errors``: "strict" (an :class:`InputError`
     naming the row whose bytes are not UTF-8), "replace" (U+FFFD), or None (each text's bytes). An id the kernels
-    refuse is an InputError naming the row, the position and the id; ``vocabulary`` says what an id must be."""
+    refuse is an InputError naming the row, the position in it and the id ("row 0 position 2: id 1000000 is not an id
+    of this vocabulary (size 50257)"); ``vocabulary`` says what an id must be."""
     skip = check_bool("skip_special_tokens", skip_special_tokens)
     if errors not in (None, "replace", "strict"):
         raise InputError(f"errors must be None, 'replace' or 'strict', got {errors!r}")
@@ -40,11 +41,11 @@ def decode_batch(tok: Any, kernels: tuple, table: tuple, ids: Any, offsets: Any,
         r = int(bad[0])
         k = int(-1 - host[r])
         if k == BAD_SPAN:
-            why = "its offsets are not a span inside ids"
+            msg = f"row {r}: its offsets are not a span inside ids"
         else:
             bad_id = int(K.to_host(ids[int(K.to_host(offsets[r:r + 1], t)[0]) + k:][:1], t)[0])
-            why = f"token {k} is {bad_id}, not an id of the vocabulary ({vocabulary})"
-        raise InputError(f"row {r}: {why}", rows=bad.astype(np.int64))
+            msg = f"row {r} position {k}: id {bad_id} is not an id of this vocabulary ({vocabulary})"
+        raise InputError(msg, rows=bad.astype(np.int64))
     out_off = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(host, out=out_off[1:])
     out = xp.empty(int(out_off[-1]), dtype=np.uint8)

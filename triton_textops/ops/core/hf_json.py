@@ -54,9 +54,18 @@ class AddedToken:
 
 def count(value: Any, field_name: str, refuse: Any) -> int:
     """An integer field 0 .. 2**31 - 1."""
+    if type(value) is int and value > MAX_COUNT:
+        refuse(field_name, value, "is over 2**31 - 1, the largest value this package's int32 kernels hold")
     if type(value) is not int or not 0 <= value <= MAX_COUNT:
         refuse(field_name, value, "is not an integer 0 .. 2**31 - 1")
     return value
+
+
+def bound(value: Any, field_name: str, refuse: Any) -> int:
+    """A length or stride HF reads as a usize, clamped to 2**31 - 1 (no text of a batch is longer)."""
+    if type(value) is not int or value < 0:
+        refuse(field_name, value, "is not a non-negative integer")
+    return min(value, MAX_COUNT)
 
 
 def direction(value: Any, field_name: str, refuse: Any) -> bool:
@@ -74,9 +83,9 @@ def truncation(t: Any, refuse: Any) -> Truncation | None:
         refuse("truncation", t, "is not an object")
     if t.get("strategy", "LongestFirst") not in ("LongestFirst", "OnlyFirst", "OnlySecond"):
         refuse("truncation.strategy", t.get("strategy"), "is not LongestFirst, OnlyFirst or OnlySecond")
-    return Truncation(count(t.get("max_length"), "truncation.max_length", refuse),
+    return Truncation(bound(t.get("max_length"), "truncation.max_length", refuse),
                       direction(t.get("direction", "Right"), "truncation.direction", refuse),
-                      t.get("strategy") == "OnlySecond", count(t.get("stride", 0), "truncation.stride", refuse))
+                      t.get("strategy") == "OnlySecond", bound(t.get("stride", 0), "truncation.stride", refuse))
 
 
 def padding(p: Any, refuse: Any) -> Padding | None:

@@ -29,6 +29,7 @@ from typing import Any
 from triton_textops.errors import ConfigError
 from triton_textops.ops.core.files import HEAD, binary_kind
 from triton_textops.ops.core.hf_json import AddedToken, Padding, Truncation, padding, read_config, truncation
+from triton_textops.ops.core.validate import check_tokenizer_json, read_json
 from triton_textops.ops.wordpiece.normalize import NormOptions
 
 MAX_ID = (1 << 31) - 1  # ids and type ids are written as int32 (HF reads them as u32)
@@ -137,28 +138,18 @@ def read_tokenizer_json(path: str | os.PathLike) -> WordPieceSpec:
     """An HF ``tokenizer.json`` of a WordPiece model, or a ConfigError naming the field this package does not
     implement (see the module docstring)."""
     p = Path(path)
-    try:
-        doc = json.loads(p.read_bytes())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"tokenizer.json not found: {p}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{p}: not valid JSON ({e})") from None
+    doc = read_json(p)
+    fc = check_tokenizer_json(doc, p, "WordPiece")
     refuse = _Refuse(str(p))
-    if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
-        raise ConfigError(f"{p}: no 'model' object: not a tokenizer.json")
     model = doc["model"]
-    if model.get("type", "WordPiece") != "WordPiece":
-        refuse("model.type", model.get("type"), "is not WordPiece")
-    vocab = _vocab(model.get("vocab"), refuse)
+    vocab = fc.vocab(model["vocab"], "model.vocab")
     unk = model.get("unk_token", "[UNK]")
     if not isinstance(unk, str) or unk not in vocab:
         refuse("model.unk_token", unk, "is not a token of model.vocab (HF fails on any word it cannot split)")
     prefix = model.get("continuing_subword_prefix", "##")
     if not isinstance(prefix, str):
         refuse("model.continuing_subword_prefix", prefix, "is not a string")
-    max_chars = model.get("max_input_chars_per_word", 100)
-    if type(max_chars) is not int or not 0 <= max_chars <= MAX_ID:
-        refuse("model.max_input_chars_per_word", max_chars, "is not an integer 0 .. 2**31 - 1")
+    max_chars = min(model["max_input_chars_per_word"], MAX_ID)  # (a usize: past int32, no word is that long)
     spec = WordPieceSpec(vocab, unk, prefix, max_chars, _normalizer(doc.get("normalizer"), refuse), source=str(p))
     _pre_tokenizer(doc.get("pre_tokenizer"), refuse)
     spec.added = _added_tokens(doc.get("added_tokens") or [], vocab, refuse)
@@ -168,21 +159,6 @@ def read_tokenizer_json(path: str | os.PathLike) -> WordPieceSpec:
     spec.padding = padding(doc.get("padding"), refuse)
     spec.config = read_config(p.parent)
     return spec
-
-
-def _vocab(v: Any, refuse: _Refuse) -> dict[str, int]:
-    if not isinstance(v, dict):
-        refuse("model.vocab", type(v).__name__, "is not an object of token -> id")
-    seen: dict[int, str] = {}
-    for tok, i in v.items():
-        if not _utf8(tok):
-            refuse("model.vocab", tok, "has a token that is not UTF-8 (a lone surrogate)")
-        if type(i) is not int or not 0 <= i <= MAX_ID:
-            refuse(f"model.vocab[{json.dumps(tok)[:40]}]", i, "is not an id (an integer 0 .. 2**31 - 1)")
-        if i in seen:
-            refuse("model.vocab", [seen[i], tok], f"share id {i} (HF's id_to_token is then arbitrary)")
-        seen[i] = tok
-    return dict(v)
 
 
 def _utf8(s: str) -> bool:

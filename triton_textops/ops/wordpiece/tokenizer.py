@@ -651,7 +651,7 @@ class BertTokenizer(Placed):
         UTF-8) or None (each text's UTF-8 bytes). An id without a token is an :class:`InputError` naming the row, the
         position and the id (HF drops it)."""
         return decode_batch(self, (DECODE_COUNT, DECODE_WRITE), self._dec, ids, offsets, skip_special_tokens,
-                            errors, f"0 .. {self.n_ids - 1}, with a token")
+                            errors, f"size {self.n_ids}: ids 0 .. {self.n_ids - 1} that have a token")
 
     def tokenize(self, text: str) -> list[str]:
         """Word pieces of one text as strings (debugging aid)."""

@@ -1,0 +1,478 @@
+"""The one validation layer of tokenizer files, run once at load: every field a reader takes is checked here first,
+as strictly as the reference loader checks it (HF ``tokenizers``' serde structs and model builders, tiktoken's
+``load_tiktoken_bpe`` + ``Encoding``), so that what the reference refuses is a one-line
+:class:`~triton_textops.errors.ConfigError` naming the file, the field and what is wrong, and what it accepts loads.
+
+The helpers (for every format reader, the later ones too: SentencePiece ``.model``, Tekken JSON):
+
+- :class:`FileCheck` ``(path)``: the checks of one file. ``fc.fail(where, value, why)`` raises
+  ``"{file}: {where} = {value} {why}"``; ``fc.line(n, why)`` raises ``"{file}: line {n}: {why}"``. ``where`` is a
+  JSON path built with :func:`key` / :func:`at` (``model.vocab["he"]``, ``added_tokens[3].id``).
+- typed readers ``fc.obj / lst / string / boolean / uint / token_id(value, where)``: the value if it has the type
+  (serde's: a bool is not an integer, ``262.0`` is not an integer, ``-0`` is ``-0.0``), else ``fail``.
+  :data:`U32` / :data:`USIZE` are serde's ranges; :data:`MAX_ID` the kernels' (ids are int32).
+- ``fc.fields(obj, where, required, optional)``: a struct as serde reads it (every required field present, each
+  present field read by its reader); readers are ``(fc, value, where) -> value`` (:func:`of`, :func:`opt`,
+  :func:`list_of`, :func:`map_of`, :func:`one_of`, :func:`struct`).
+- ``fc.vocab(mapping, where)``: token -> id with ids that fit the kernels, no two tokens sharing an id, the table
+  :func:`dense_limit` allows (the kernels' tables are indexed by id: a sparse id is refused up front, named, never a
+  huge allocation); ``fc.ids(pairs, where_of)`` the same over any (id, where) pairs (rank files, ``.model`` pieces).
+- ``fc.merges(merges, vocab, where)``: HF's ``BPE`` builder rule (two parts, each and their concatenation known).
+- :func:`read_json` ``(path)``: the JSON of a file, its errors naming the file; :func:`check_tokenizer_json`: the
+  serde schema of an HF ``tokenizer.json`` (top level, added_tokens, truncation, padding, the components and the
+  model of the types this package reads); :func:`rank_lines`: tiktoken's rank-file rule with line numbers;
+  :func:`merge_lines`: HF's merges-file rule.
+
+Where the package refuses a file its reference loads, the message says why (tests/file_fuzz.py lists them): an id
+past :func:`dense_limit` or 2**31 - 1 (the references keep sparse maps of u32), two tokens sharing an id (HF's id ->
+token map then keeps either), a byte-level vocabulary without all 256 single bytes (tiktoken panics when it meets
+one), and the components the kernels do not implement (each family's reader names them).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+from triton_textops.errors import ConfigError
+
+U32 = (1 << 32) - 1  # serde's u32 (HF's ids, tiktoken's ranks)
+USIZE = (1 << 64) - 1  # serde's usize (lengths, strides)
+MAX_ID = (1 << 31) - 1  # ids are int32 in the kernels
+DENSE_MIN = 1 << 20  # ids below this always fit the dense tables (see dense_limit)
+
+Reader = Callable[["FileCheck", Any, str], Any]
+
+
+def dense_limit(n: int) -> int:
+    """The largest id + 1 a vocabulary of ``n`` entries may have: the kernels' tables are indexed by id, so holes
+    cost memory; max(2**20, 2 n) keeps every real vocabulary (dense, or nearly) and bounds the tables' size."""
+    return min(max(DENSE_MIN, 2 * n), MAX_ID + 1)
+
+
+def key(where: str, k: str) -> str:
+    """``where["k"]``, the JSON path of an object's entry."""
+    return f"{where}[{json.dumps(k)[:60]}]"
+
+
+def at(where: str, i: int) -> str:
+    """``where[i]``, the JSON path of a list's item."""
+    return f"{where}[{i}]"
+
+
+def show(value: Any) -> str:
+    """A value as it reads in a message: JSON, cut to 120 characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def kind(value: Any) -> str:
+    """The JSON type of a value, as a message says it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number with a fraction or exponent"
+    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+class FileCheck:
+    """The checks of one file, each failure a one-line ConfigError naming the file (see the module docstring)."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = os.fspath(path)
+
+    def fail(self, where: str, value: Any, why: str) -> NoReturn:
+        raise ConfigError(f"{self.path}: {where} = {show(value)} {why}")
+
+    def line(self, n: int, why: str) -> NoReturn:
+        raise ConfigError(f"{self.path}: line {n}: {why}")
+
+    # ------------------------------------------------------------------------------------------ typed readers
+    def obj(self, v: Any, where: str) -> dict:
+        if not isinstance(v, dict):
+            self.fail(where, v, f"is {kind(v)}, not an object")
+        return v
+
+    def lst(self, v: Any, where: str) -> list:
+        if not isinstance(v, list):
+            self.fail(where, v, f"is {kind(v)}, not a list")
+        return v
+
+    def string(self, v: Any, where: str) -> str:
+        if not isinstance(v, str):
+            self.fail(where, v, f"is {kind(v)}, not a string")
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            self.fail(where, v, "is not UTF-8 (a lone surrogate)")
+        return v
+
+    def boolean(self, v: Any, where: str) -> bool:
+        if type(v) is not bool:
+            self.fail(where, v, f"is {kind(v)}, not true or false")
+        return v
+
+    def number(self, v: Any, where: str) -> float:
+        if type(v) not in (int, float) or v != v:
+            self.fail(where, v, f"is {kind(v)}, not a number")
+        return float(v)
+
+    def uint(self, v: Any, where: str, top: int = U32, what: str = "an integer") -> int:
+        """A non-negative integer up to ``top`` (serde: a float, even 262.0, or a bool is not one)."""
+        if type(v) is not int:
+            self.fail(where, v, f"is {kind(v)}, not {what} (0 .. {_power(top)})")
+        if not 0 <= v <= top:
+            self.fail(where, v, f"is not {what} 0 .. {_power(top)}")
+        return v
+
+    def token_id(self, v: Any, where: str) -> int:
+        """A token id: a u32 (what HF reads) that fits the kernels' int32 ids."""
+        self.uint(v, where, U32, "a token id")
+        if v > MAX_ID:
+            self.fail(where, v, "is over 2**31 - 1, the largest id this package's int32 kernels hold")
+        return v
+
+    # ------------------------------------------------------------------------------------------ structs
+    def fields(self, o: Any, where: str, required: Mapping[str, Reader], optional: Mapping[str, Reader] = {},
+               *, closed: bool = False) -> dict:
+        """``o`` as serde reads a struct: an object with every ``required`` field, each field of either map read by
+        its reader; ``closed``: a field of neither is refused too (HF's Tokenizer refuses unknown fields)."""
+        o = self.obj(o, where)
+        for k, read in required.items():
+            if k not in o:
+                raise ConfigError(f"{self.path}: {where or 'the top level'} has no field {k!r}, which HF requires")
+            read(self, o[k], f"{where}.{k}" if where else k)
+        for k, read in optional.items():
+            if k in o:
+                read(self, o[k], f"{where}.{k}" if where else k)
+        if closed:
+            extra = [k for k in o if k not in required and k not in optional]
+            if extra:
+                self.fail(f"{where}.{extra[0]}" if where else extra[0], o[extra[0]], "is not a field HF reads here "
+                          "(HF refuses the file)")
+        return o
+
+    # ------------------------------------------------------------------------------------------ vocabularies
+    def vocab(self, v: Any, where: str) -> dict[str, int]:
+        """A token -> id object: ids that fit the kernels, no shared id, within :func:`dense_limit`."""
+        v = self.obj(v, where)
+        for tok, i in v.items():
+            self.string(tok, key(where, tok))
+            self.token_id(i, key(where, tok))
+        self.ids(((i, key(where, t)) for t, i in v.items()), len(v), "shares id {id} with {other}: HF then decodes "
+                 "it as either token (its id -> token map keeps one); this package needs one token per id")
+        return v
+
+    def ids(self, pairs: Iterable[tuple[int, str]], n: int, shared: str) -> None:
+        """Checks (id, where) pairs: none over :func:`dense_limit` of ``n`` entries, no id twice (``shared``: the
+        message, with ``{id}`` and ``{other}``, the earlier entry's ``where``)."""
+        seen: dict[int, str] = {}
+        limit = dense_limit(n)
+        for i, where in pairs:
+            if i >= limit:
+                self.fail(where, i, f"is over this package's id limit {limit - 1} (max(2**20, 2 x the {n} entries): "
+                          "its tables are indexed by id; the reference keeps a sparse map)")
+            if i in seen:
+                self.fail(where, i, shared.format(id=i, other=seen[i]))
+            seen[i] = where
+
+    def merges(self, merges: Any, vocab: Mapping[str, Any], where: str, prefix: str = "") -> list[tuple[str, str]]:
+        """HF's ``model.merges`` rule (``BPE`` builder): each a ``"a b"`` string of exactly two parts or a ``[a, b]``
+        pair, with ``a``, ``b`` and ``a + b`` (``b`` less the continuing ``prefix``) tokens of ``vocab``."""
+        out = []
+        for n, m in enumerate(self.lst(merges, where)):
+            w = at(where, n)
+            if isinstance(m, str):
+                parts = m.split(" ")
+                if len(parts) != 2:
+                    self.fail(w, m, f"is not two tokens separated by one space (HF: Merges text file invalid at "
+                              f"line {n + 1})")
+            elif isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m):
+                parts = m
+            else:
+                self.fail(w, m, "is neither an \"a b\" string nor an [a, b] pair of strings")
+            out.append(self.merge(parts[0], parts[1], vocab, w, prefix))
+        return out
+
+    def merge(self, a: str, b: str, vocab: Mapping[str, Any], where: str, prefix: str = "") -> tuple[str, str]:
+        """One merge: ``a``, ``b`` and their result known (HF's error: Token `x` out of vocabulary)."""
+        for t in (a, b, a + b[len(prefix):] if prefix and b.startswith(prefix) else a + b):
+            if t not in vocab:
+                self.fail(where, f"{a} {b}", f"merges {show(t)}, not a token of the vocabulary (HF: Token `{t}` "
+                          "out of vocabulary)")
+        return a, b
+
+
+def _power(top: int) -> str:
+    return {U32: "2**32 - 1", USIZE: "2**64 - 1", MAX_ID: "2**31 - 1"}.get(top, str(top))
+
+
+# ---------------------------------------------------------------------------------------------- reader makers
+def of(method: str, *args: Any) -> Reader:
+    """A reader calling ``FileCheck.<method>(value, where, *args)``."""
+    return lambda fc, v, w: getattr(fc, method)(v, w, *args)
+
+
+def opt(read: Reader) -> Reader:
+    """null or what ``read`` reads (serde's Option)."""
+    return lambda fc, v, w: None if v is None else read(fc, v, w)
+
+
+def list_of(read: Reader) -> Reader:
+    return lambda fc, v, w: [read(fc, x, at(w, i)) for i, x in enumerate(fc.lst(v, w))]
+
+
+def map_of(read: Reader) -> Reader:
+    return lambda fc, v, w: {k: read(fc, x, key(w, k)) for k, x in fc.obj(v, w).items()}
+
+
+def one_of(*names: str) -> Reader:
+    """A string naming one of ``names`` (serde's unit enum variants)."""
+    def read(fc: FileCheck, v: Any, w: str) -> str:
+        if v not in names or not isinstance(v, str):
+            fc.fail(w, v, f"is not one of {', '.join(names)}")
+        return v
+    return read
+
+
+def struct(required: Mapping[str, Reader], optional: Mapping[str, Reader] = {}) -> Reader:
+    return lambda fc, v, w: fc.fields(v, w, required, optional)
+
+
+BOOL, STR, U32_, USIZE_, ID, NUM = of("boolean"), of("string"), of("uint"), of("uint", USIZE), of("token_id"), \
+    of("number")
+
+
+# ---------------------------------------------------------------------------------------------- JSON files
+def read_json(path: str | os.PathLike, what: str = "tokenizer.json") -> Any:
+    """The JSON of ``path`` (a FileNotFoundError naming ``what``; a ConfigError naming the file for bad JSON). JSON's
+    ``-0`` reads as ``-0.0``, as serde reads it (not an integer)."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} not found: {p}") from None
+    try:
+        return json.loads(raw, parse_int=_int if b"-0" in raw else None)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{p}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: not valid JSON (nested too deep)") from None
+
+
+def _int(s: str) -> int | float:
+    return -0.0 if s == "-0" else int(s)
+
+
+def _pair(fc: FileCheck, v: Any, w: str) -> Any:
+    """A ``[token, id]`` pair (Roberta- / BertProcessing's ``cls`` / ``sep``)."""
+    if not (isinstance(v, list) and len(v) == 2):
+        fc.fail(w, v, "is not a [token, id] pair")
+    fc.string(v[0], at(w, 0))
+    fc.token_id(v[1], at(w, 1))
+    return v
+
+
+def _template(fc: FileCheck, v: Any, w: str) -> Any:
+    """A TemplateProcessing template: a list of {"SpecialToken": {id, type_id}} / {"Sequence": {id A|B, type_id}}."""
+    for n, item in enumerate(fc.lst(v, w)):
+        wn = at(w, n)
+        if not (isinstance(item, dict) and len(item) == 1 and next(iter(item)) in ("SpecialToken", "Sequence")):
+            fc.fail(wn, item, "is not a {\"SpecialToken\": ...} or {\"Sequence\": ...} piece")
+        (name, body), = item.items()
+        fc.fields(body, f"{wn}.{name}", {"id": STR if name == "SpecialToken" else one_of("A", "B"), "type_id": U32_})
+    return v
+
+
+def _padding_strategy(fc: FileCheck, v: Any, w: str) -> Any:
+    if v != "BatchLongest":
+        if not (isinstance(v, dict) and list(v) == ["Fixed"]):
+            fc.fail(w, v, 'is not "BatchLongest" or {"Fixed": n}')
+        fc.uint(v["Fixed"], f"{w}.Fixed", USIZE)
+    return v
+
+
+def _component(family: str) -> Reader:
+    """A normalizer / pre_tokenizer / post_processor / decoder: an object; one of the types this package reads has
+    the fields HF requires (others are refused by the family's reader, naming the type)."""
+    def read(fc: FileCheck, v: Any, w: str) -> Any:
+        kinds = COMPONENTS[family]
+        t = fc.obj(v, w).get("type")
+        if isinstance(t, str) and t in kinds:
+            fc.fields(v, w, *kinds[t])
+        return v
+    return read
+
+
+_SPLIT = one_of("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
+_BYTE_LEVEL = ({"add_prefix_space": BOOL, "trim_offsets": BOOL}, {"use_regex": BOOL})
+COMPONENTS: dict[str, dict[str, tuple[dict, dict]]] = {  # family -> type -> (required, optional fields)
+    "normalizer": {
+        "BertNormalizer": ({"clean_text": BOOL, "handle_chinese_chars": BOOL, "lowercase": BOOL},
+                           {"strip_accents": opt(BOOL)}),
+        "Sequence": ({"normalizers": list_of(_component("normalizer"))}, {}),
+        "NFC": ({}, {}), "Lowercase": ({}, {}),
+    },
+    "pre_tokenizer": {
+        "ByteLevel": _BYTE_LEVEL,
+        "Split": ({"pattern": struct({}, {"String": STR, "Regex": STR}), "behavior": _SPLIT, "invert": BOOL}, {}),
+        "Sequence": ({"pretokenizers": list_of(_component("pre_tokenizer"))}, {}),
+        "Punctuation": ({}, {"behavior": _SPLIT}),
+        "BertPreTokenizer": ({}, {}), "WhitespaceSplit": ({}, {}),
+    },
+    "post_processor": {
+        "TemplateProcessing": ({"single": _template, "pair": _template, "special_tokens": map_of(struct(
+            {"id": STR, "ids": list_of(ID), "tokens": list_of(STR)}))}, {}),
+        "RobertaProcessing": ({"sep": _pair, "cls": _pair}, {"trim_offsets": BOOL, "add_prefix_space": BOOL}),
+        "BertProcessing": ({"sep": _pair, "cls": _pair}, {}),
+        "ByteLevel": _BYTE_LEVEL,
+        "Sequence": ({"processors": list_of(_component("post_processor"))}, {}),
+    },
+    "decoder": {
+        "ByteLevel": _BYTE_LEVEL,
+        "WordPiece": ({"prefix": STR, "cleanup": BOOL}, {}),
+        "Sequence": ({"decoders": list_of(_component("decoder"))}, {}),
+    },
+}
+
+
+def _dropout(fc: FileCheck, v: Any, w: str) -> Any:
+    if v is not None and not 0.0 <= fc.number(v, w) <= 1.0:
+        fc.fail(w, v, "is not between 0 and 1 (HF: Dropout should be between 0 and 1, inclusive)")
+    return v
+
+
+_VOCAB = map_of(of("uint", U32, "a token id"))  # (serde's u32; the kernels' limits: FileCheck.vocab, at use)
+MODELS: dict[str, tuple[dict, dict]] = {  # model.type -> (required, optional fields)
+    "BPE": ({"vocab": _VOCAB, "merges": of("lst")},
+            {"type": STR, "dropout": _dropout, "unk_token": opt(STR), "continuing_subword_prefix": opt(STR),
+             "end_of_word_suffix": opt(STR), "fuse_unk": opt(BOOL), "byte_fallback": opt(BOOL),
+             "ignore_merges": opt(BOOL)}),
+    "WordPiece": ({"vocab": _VOCAB, "unk_token": STR, "continuing_subword_prefix": STR,
+                   "max_input_chars_per_word": USIZE_}, {"type": STR}),
+}
+_ADDED = struct({"id": U32_, "content": STR, "single_word": BOOL, "lstrip": BOOL, "rstrip": BOOL,
+                 "normalized": BOOL, "special": BOOL})
+_TRUNCATION = struct({"max_length": USIZE_, "strategy": one_of("LongestFirst", "OnlyFirst", "OnlySecond"),
+                      "stride": USIZE_}, {"direction": one_of("Left", "Right")})
+_PADDING = struct({"strategy": _padding_strategy, "direction": one_of("Left", "Right"), "pad_id": U32_,
+                   "pad_type_id": U32_, "pad_token": STR}, {"pad_to_multiple_of": opt(USIZE_)})
+
+
+def _version(fc: FileCheck, v: Any, w: str) -> Any:
+    if fc.string(v, w) != "1.0":
+        fc.fail(w, v, "is not 1.0 (HF: Unknown tokenizer version)")
+    return v
+
+
+TOP_LEVEL = {"version": _version, "truncation": opt(_TRUNCATION), "padding": opt(_PADDING),
+             "added_tokens": list_of(_ADDED), "normalizer": opt(_component("normalizer")),
+             "pre_tokenizer": opt(_component("pre_tokenizer")), "post_processor": opt(_component("post_processor")),
+             "decoder": opt(_component("decoder"))}
+
+
+def check_tokenizer_json(doc: Any, path: str | os.PathLike, model_type: str) -> FileCheck:
+    """An HF ``tokenizer.json`` checked as HF's serde reads it (the top level, a ``model`` of ``model_type``, the
+    added tokens, truncation, padding and the components this package reads); its :class:`FileCheck`."""
+    fc = FileCheck(path)
+    fc.fields(doc, "", {"model": of("obj")}, TOP_LEVEL, closed=True)
+    if doc["model"].get("type", model_type) != model_type:
+        fc.fail("model.type", doc["model"].get("type"), f"is not {model_type}")
+    fc.fields(doc["model"], "model", *MODELS[model_type])
+    return fc
+
+
+def gpt2_vocab(doc: Any, path: str | os.PathLike) -> dict[str, int]:
+    """GPT-2's ``encoder.json`` / ``vocab.json`` as HF's ``BPE::read_file`` reads it: an object whose number values
+    are ids (an entry of another type is skipped, a negative or fractional number refused: Bad vocabulary json
+    file), then :meth:`FileCheck.vocab` (HF truncates an id past 2**32 - 1 to 32 bits: refused here)."""
+    fc = FileCheck(path)
+    doc = fc.obj(doc, "the vocabulary")
+    kept = {t: i for t, i in doc.items() if type(i) in (int, float)}
+    for t, i in kept.items():
+        if type(i) is float or i < 0:
+            fc.fail(key("", t), i, "is not a non-negative integer (HF: Bad vocabulary json file)")
+    return fc.vocab(kept, "")
+
+
+# ---------------------------------------------------------------------------------------------- line files
+def merge_lines(data: bytes, path: str | os.PathLike, vocab: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A merges file (GPT-2's vocab.bpe, merges.txt) read as HF's ``BPE::read_file``: every line (split at ``\\n``,
+    a ``\\r`` before it dropped) but those starting ``#version`` two tokens separated by one space, each and their
+    concatenation tokens of ``vocab`` (:meth:`FileCheck.merge`)."""
+    fc = FileCheck(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{fc.path}: not valid UTF-8 ({e})") from None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    pairs = []
+    for n, line in enumerate(lines, 1):
+        line = line[:-1] if line.endswith("\r") else line
+        if line.startswith("#version"):
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2:
+            fc.line(n, f"{show(line)} is not two tokens separated by one space (HF: Merges text file invalid at "
+                    f"line {n})")
+        pairs.append(fc.merge(parts[0], parts[1], vocab, f"line {n}"))
+    return pairs
+
+def rank_lines(data: bytes, path: str | os.PathLike) -> dict[bytes, int]:
+    """A ``.tiktoken`` rank file read by tiktoken's rule (``load_tiktoken_bpe`` + ``Encoding``): each non-empty line
+    (``bytes.splitlines``) two whitespace-separated fields, base64 (not validated: other characters are dropped, as
+    ``base64.b64decode`` does) and a Python ``int``; a rank a u32 (tiktoken: out of range integral type conversion)
+    that fits the kernels and :func:`dense_limit`, no rank twice (tiktoken panics); a token listed twice keeps its
+    last rank."""
+    fc = FileCheck(path)
+    out: dict[bytes, int] = {}
+    line_of: dict[bytes, int] = {}
+    for n, line in enumerate(data.splitlines(), 1):
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            fc.line(n, f"{show(line.decode('utf-8', 'replace'))} is not 'base64(token) rank' (tiktoken refuses it)")
+        try:
+            tok = base64.b64decode(parts[0])
+        except (binascii.Error, ValueError) as e:
+            fc.line(n, f"the token {show(parts[0].decode('utf-8', 'replace'))} is not base64 ({e})")
+        try:
+            rank = int(parts[1])
+        except ValueError:
+            fc.line(n, f"the rank {show(parts[1].decode('utf-8', 'replace'))} is not an integer")
+        if not 0 <= rank <= U32:
+            fc.line(n, f"the rank {rank} is not 0 .. 2**32 - 1 (tiktoken: out of range integral type conversion)")
+        if rank > MAX_ID:
+            fc.line(n, f"the rank {rank} is over 2**31 - 1, the largest id this package's int32 kernels hold")
+        out[tok] = rank
+        line_of[tok] = n
+    limit = dense_limit(len(out))
+    ranks = set(out.values())
+    if len(ranks) == len(out) and (not ranks or max(ranks) < limit):
+        return out
+    seen: dict[int, int] = {}
+    for n, tok in sorted((n, t) for t, n in line_of.items()):
+        rank = out[tok]
+        if rank in seen:
+            fc.line(n, f"the rank {rank} is also the rank of line {seen[rank]} (tiktoken panics: duplicate token "
+                    "indices)")
+        if rank >= limit:
+            fc.line(n, f"the rank {rank} is over this package's id limit {limit - 1} (max(2**20, 2 x the {len(out)} "
+                    "ranks): its tables are indexed by id; tiktoken keeps a sparse map)")
+        seen[rank] = n
+    return out
