@@ -230,8 +230,8 @@ def read_model_file(path: str | os.PathLike) -> SPSpec:
     bytes_vocab = {p.encode(): i for i, (p, t) in enumerate(zip(pieces, types)) if t == BYTE}
     if ts.model_type == 2:
         pairs = _score_pairs(pieces, types, scores, vocab)
-        spec = SPSpec("bpe", list(pieces), vocab, pairs, _byte_ids(bytes_vocab), unk, False, ts.byte_fallback,
-                      frozen=frozen)
+        spec = SPSpec("bpe", list(pieces), vocab, pairs, _byte_ids(bytes_vocab), unk, True, ts.byte_fallback,
+                      frozen=frozen)  # (sentencepiece writes a run of unknown pieces as one)
     else:
         empty = tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
         spec = SPSpec("unigram", list(pieces), vocab, empty, _byte_ids(bytes_vocab), unk, True, ts.byte_fallback,
