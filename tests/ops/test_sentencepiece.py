@@ -126,7 +126,7 @@ def test_decode_matches_hf(converted: dict, style: str, model: str) -> None:
         assert ours.decode(r.ids, r.offsets, skip_special_tokens=skip, errors="replace") == want
     # byte pieces that are not UTF-8 as a run, cut characters, byte pieces between pieces
     rng = np.random.default_rng(3)
-    byte_ids = [ours.token_to_id(f"<0x{b:02X}>") for b in range(256)]
+    byte_ids = [i for i in (ours.token_to_id(f"<0x{b:02X}>") for b in range(256)) if i is not None]
     seqs = [[int(x) for x in rng.choice(byte_ids + list(range(260, 400)), size=rng.integers(1, 9))]
             for _ in range(300)] + [row[:k] for row in rows[:100] for k in (1, 2, 5)]
     off = np.cumsum([0] + [len(s) for s in seqs])
@@ -138,7 +138,7 @@ def test_decode_matches_hf(converted: dict, style: str, model: str) -> None:
         ours.decode(flat, off)
 
 
-@pytest.mark.parametrize("model", ["nfkc", "small", "cf"])
+@pytest.mark.parametrize("model", ["nfkc", "small", "cf", "identity", "unk"])
 def test_decode_matches_sentencepiece(models: dict[str, Path], model: str) -> None:
     sp = spm.SentencePieceProcessor(model_file=str(models[model]))
     ours = Tokenizer.from_file(models[model])
@@ -184,7 +184,7 @@ def test_rows_and_launches(converted: dict) -> None:
         assert row[:len(keep)] == keep and sum(mask) == len(keep)
     K.COUNTS.clear()
     ours.encode(texts)
-    assert K.COUNTS["launch"] == 2 and K.COUNTS["d2h"] == 1
+    assert K.COUNTS["launch"] == 2 and K.COUNTS["d2h"] <= 1
 
 
 def test_loader_and_slow_layout(models: dict[str, Path], tmp_path: Path) -> None:

@@ -15,7 +15,9 @@ import numpy as np
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.decode import BAD_SPAN
 
-D_POOL, D_OFF, D_SKIP, D_FPOOL, D_FOFF, D_STRIP = range(6)  # the decode tuple
+D_POOL, D_OFF, D_SKIP, D_FPOOL, D_FOFF, D_STRIP = range(6)  # the decode tuple (D_STRIP: leading spaces to strip,
+# the first table's use: 0 the first token (HF), 1 every token until the text has a byte, 2 also until one took
+# its leading space (sentencepiece with / without remove_extra_whitespaces))
 
 
 @K.device
@@ -38,7 +40,9 @@ def sp_walk(t, ids, offsets, dec, skip, out, o):
         return -1 - BAD_SPAN
     n_ids = dec[D_OFF].shape[0] - 1
     strip = dec[D_STRIP][0]
+    mode = dec[D_STRIP][1]  # (sentencepiece: the first table until there is output; 2: until it took a space too)
     first = True
+    took = False
     total = 0
     for k in range(a, b):
         i = ids[k]
@@ -46,7 +50,10 @@ def sp_walk(t, ids, offsets, dec, skip, out, o):
             return -1 - (k - a)
         if skip and dec[D_SKIP][i] != 0:
             continue
-        pool, s, e = sp_token_span(dec, i, first)
+        use = first if mode == 0 else total == 0 and not took
+        pool, s, e = sp_token_span(dec, i, use)
+        if use and mode == 2 and dec[D_FOFF][i + 1] - dec[D_FOFF][i] != dec[D_OFF][i + 1] - dec[D_OFF][i]:
+            took = True
         first = False
         for j in range(s, e):
             c = pool[j]
@@ -72,9 +79,11 @@ def sp_write_text(t, ids, offsets, dec, skip, out_off, out):
 SP_DECODE = (K.kernel(sp_count_text), K.kernel(sp_write_text))
 
 
-def token_bytes(piece: str, replace: list[tuple[str, str]], byte_fallback: bool, drop: str | None) -> bytes:
+def token_bytes(piece: str, replace: list[tuple[str, str]], byte_fallback: bool, drop: str | None,
+                lead: str | None = None) -> bytes:
     """What the decoder makes of one piece: a ``<0xXX>`` piece its byte (with byte fallback), else the piece with
-    each replacement applied (``drop``: a character removed first, the first token's Metaspace rule)."""
+    each replacement applied (``drop``: a character removed first, the first token's Metaspace rule; ``lead``: one
+    leading one, sentencepiece's rule at the text's start)."""
     if byte_fallback and len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
         try:
             return bytes([int(piece[3:5], 16)])
@@ -82,6 +91,8 @@ def token_bytes(piece: str, replace: list[tuple[str, str]], byte_fallback: bool,
             pass
     if drop is not None:
         piece = piece.replace(drop, "")
+    if lead is not None and piece.startswith(lead):
+        piece = piece[len(lead):]
     for a, b in replace:
         piece = piece.replace(a, b)
     return piece.encode("utf-8", "surrogatepass")
@@ -133,10 +144,13 @@ def _spm_run(run: bytes) -> str:
 
 
 def tables(pieces: list[str | None], special: np.ndarray, replace: list[tuple[str, str]], byte_fallback: bool,
-           drop: str | None, strip: int) -> tuple[tuple[np.ndarray, ...], list[bool]]:
-    """The decode tuple (host arrays) and which ids are byte pieces."""
+           drop: str | None, strip: int, lead: str | None = None, mode: int = 0
+           ) -> tuple[tuple[np.ndarray, ...], list[bool]]:
+    """The decode tuple (host arrays) and which ids are byte pieces. ``lead``: sentencepiece's start rule (one
+    leading ``lead`` dropped from a token at the text's start, ``mode`` 1 or 2) instead of ``drop`` / ``strip``."""
     toks = [token_bytes(p or "", replace, byte_fallback, None) for p in pieces]
-    first = [token_bytes(p or "", replace, byte_fallback, drop) for p in pieces] if drop is not None else toks
+    first = [token_bytes(p or "", replace, byte_fallback, drop, lead) for p in pieces] \
+        if drop is not None or lead is not None else toks
     is_byte = [byte_fallback and p is not None and len(p) == 6 and p.startswith("<0x") and p.endswith(">")
                and len(t) == 1 for p, t in zip(pieces, toks)]
 
@@ -147,4 +161,5 @@ def tables(pieces: list[str | None], special: np.ndarray, replace: list[tuple[st
 
     pool, off = pooled(toks)
     fpool, foff = pooled(first)
-    return (pool, off, special.astype(np.uint8), fpool, foff, np.array([strip], dtype=np.int64)), is_byte
+    return (pool, off, special.astype(np.uint8), fpool, foff,
+            np.array([strip, mode], dtype=np.int64)), is_byte

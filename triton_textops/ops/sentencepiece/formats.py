@@ -37,6 +37,8 @@ class Decoder:
     first_drop: str | None = None
     strip_left: int = 0
     spm: bool = False
+    spm_lead: int = 0  # sentencepiece: 1 a leading U+2581 dropped from each piece until the text has a byte, 2 from
+    # the first that has one only (no remove_extra_whitespaces), 0 none
 
 
 @dataclass
@@ -240,7 +242,8 @@ def read_model_file(path: str | os.PathLike) -> SPSpec:
     spec.types = types
     spec.normalizer = N.from_spm(bytes(ns.precompiled_charsmap), ns.add_dummy_prefix, ns.remove_extra_whitespaces,
                                  ns.escape_whitespaces, [f for f, _ in frozen])
-    spec.decoder = Decoder(replace=[(SPACE, " ")], byte_fallback=True, strip_left=int(ns.add_dummy_prefix), spm=True)
+    lead = 0 if not (ns.add_dummy_prefix or ns.remove_extra_whitespaces) else 1 if ns.remove_extra_whitespaces else 2
+    spec.decoder = Decoder(replace=[(SPACE, " ")], byte_fallback=True, spm=True, spm_lead=lead)
     spec.config = read_config(Path(where).parent)
     return spec
 

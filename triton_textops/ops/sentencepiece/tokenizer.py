@@ -86,7 +86,7 @@ class SentencePieceTokenizer(Placed):
         special[[a.id for a in spec.added if a.special]] = 1
         dec = spec.decoder
         self._dec_host, self._is_byte = D.tables(pieces, special, dec.replace, dec.byte_fallback, dec.first_drop,
-                                                 dec.strip_left)
+                                                 dec.strip_left, F.SPACE if dec.spm_lead else None, dec.spm_lead)
         self._limits = (spec.truncation, spec.padding) if spec.truncation or spec.padding else None
         self._set_device(device)
 
@@ -380,11 +380,13 @@ class SentencePieceTokenizer(Placed):
         host_off = np.asarray(K.to_host(self.xp.asarray(offsets).reshape(-1), self.target), dtype=np.int64)
         pool, off, special, fpool, foff, strip = self._dec_host
         pieces, from_byte = [], []
-        strip_left = int(strip[0])
+        strip_left, mode, took = int(strip[0]), int(strip[1]), False
         for i in host_ids[host_off[r]:host_off[r + 1]]:
             if skip and special[i]:
                 continue
-            src, o = (fpool, foff) if not pieces else (pool, off)
+            use = not pieces if mode == 0 else not any(pieces) and not took
+            src, o = (fpool, foff) if use else (pool, off)
+            took = took or use and mode == 2 and foff[i + 1] - foff[i] != off[i + 1] - off[i]
             b = src[o[i]:o[i + 1]].tobytes()
             while strip_left and not any(pieces) and b[:1] == b" ":
                 b, strip_left = b[1:], strip_left - 1
