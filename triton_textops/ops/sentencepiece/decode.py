@@ -76,7 +76,8 @@ def sp_write_text(t, ids, offsets, dec, skip, out_off, out):
     sp_walk(t, ids, offsets, dec, skip, out, out_off[t])
 
 
-SP_DECODE = (K.kernel(sp_count_text), K.kernel(sp_write_text))
+SP_DECODE_COUNT = K.kernel(sp_count_text)
+SP_DECODE_WRITE = K.kernel(sp_write_text)
 
 
 def token_bytes(piece: str, replace: list[tuple[str, str]], byte_fallback: bool, drop: str | None,

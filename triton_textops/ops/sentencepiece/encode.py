@@ -206,3 +206,6 @@ def encode_kernels(model: str = "bpe") -> tuple:
     Unigram model's word function)."""
     bind = (("sp_word", "unigram_word"),) if model == "unigram" else ()
     return K.kernel(sp_rows_item, bind, chunked=True)
+
+
+SP_ENCODE = encode_kernels()  # (made at import: tests/ptx finds it)

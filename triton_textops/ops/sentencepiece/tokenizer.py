@@ -395,4 +395,4 @@ class SentencePieceTokenizer(Placed):
         return D.replace_invalid(pieces, from_byte, self.spec.decoder.spm)
 
 
-SP_DECODE = D.SP_DECODE
+SP_DECODE = (D.SP_DECODE_COUNT, D.SP_DECODE_WRITE)
