@@ -10,7 +10,7 @@ from pathlib import Path
 
 from triton_textops.ops.sentencepiece.model_proto import model_proto_class
 
-AUSTEN = Path(__file__).parents[1] / "triton_textops" / "data" / "austen-paragraphs.jsonl"
+AUSTEN = Path(__file__).resolve().parents[1] / "triton_textops" / "data" / "austen-paragraphs.jsonl"
 MULTILINGUAL = [
     "中文字符测试，日本語のテキスト、한국어 텍스트。北京是中国的首都，上海是最大的城市。",
     "ภาษาไทยเป็นภาษาที่มีวรรณยุกต์ กรุงเทพมหานคร",

@@ -147,7 +147,7 @@ def _sentencepiece() -> Any:
     return SentencePieceTokenizer
 
 
-def _is_sentencepiece(doc: dict) -> bool:
+def is_sentencepiece(doc: dict) -> bool:
     """Whether a BPE tokenizer.json is SentencePiece-style: byte fallback, or no ByteLevel step anywhere (its
     pieces are characters with U+2581 for spaces, not GPT-2's byte alphabet)."""
     if doc["model"].get("byte_fallback"):
@@ -188,7 +188,7 @@ def _from_tokenizer_json(path: Path, directory: Path, device: str) -> Any:
         return BertTokenizer.from_pretrained(path, device=device)
     if kind == "Unigram" and importlib.util.find_spec("triton_textops.ops.sentencepiece.unigram") is None:
         raise ConfigError(f"{path}: model.type = 'Unigram' is not loaded yet{_FAMILIES}")
-    if kind == "Unigram" or kind == "BPE" and _is_sentencepiece(doc):
+    if kind == "Unigram" or kind == "BPE" and is_sentencepiece(doc):
         return _sentencepiece().from_file(path, device=device)
     if kind == "BPE":
         from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: PLC0415
