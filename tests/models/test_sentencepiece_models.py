@@ -16,9 +16,9 @@ import sp_oracles as O
 import tokenizers
 from llm_reference import post_requests, run_batches
 from llm_reference import same_outputs as _same
-from models.test_any_family import SHIM, TEXTS, TOKENIZE, batch_of, hf_rows, param, pre_batches
 from model_dirs import write_model
 
+from models.test_any_family import SHIM, TEXTS, TOKENIZE, batch_of, hf_rows, param, pre_batches
 from triton_textops.ops.llm import LLMTokenizer
 from triton_textops.testing import load_model
 from triton_textops.testing.harness import ModelLoadError

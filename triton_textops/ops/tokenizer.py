@@ -133,12 +133,20 @@ def load_file(path: str | os.PathLike, *, device: str = "cpu", encoding: str | N
 
         return BPETokenizer.from_tiktoken(p, encoding=encoding or _encoding_of(p), device=device)
     if kind == "sentencepiece":
-        return _sentencepiece().from_file(p, device=device)
+        return _sentencepiece_load(p, device)
     if kind == "vocab":
         from triton_textops.ops.wordpiece.tokenizer import BertTokenizer  # noqa: PLC0415
 
         return BertTokenizer.from_pretrained(p, device=device)
     raise ConfigError(f"{p}: {kind}{_FAMILIES}")
+
+
+def _sentencepiece_load(path: Path, device: str) -> Any:
+    """A SentencePiece file's tokenizer; its load errors name the families too."""
+    try:
+        return _sentencepiece().from_file(path, device=device)
+    except ConfigError as e:
+        raise ConfigError(f"{e}{_FAMILIES}") from None
 
 
 def _sentencepiece() -> Any:
@@ -189,7 +197,7 @@ def _from_tokenizer_json(path: Path, directory: Path, device: str) -> Any:
     if kind == "Unigram" and importlib.util.find_spec("triton_textops.ops.sentencepiece.unigram") is None:
         raise ConfigError(f"{path}: model.type = 'Unigram' is not loaded yet{_FAMILIES}")
     if kind == "Unigram" or kind == "BPE" and is_sentencepiece(doc):
-        return _sentencepiece().from_file(path, device=device)
+        return _sentencepiece_load(path, device)
     if kind == "BPE":
         from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: PLC0415
 
