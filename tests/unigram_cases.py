@@ -10,10 +10,12 @@ import io
 import random
 import struct
 
-import numpy as np
-
 from triton_textops.bundled import austen_paragraphs
-from triton_textops.ops.sentencepiece.unigram import BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, Unigram
+from triton_textops.ops.sentencepiece.unigram import (
+    NORMAL,
+    UNKNOWN,
+    Unigram,
+)
 
 MULTILINGUAL = [
     "中文字符测试，这是一个没有空格的句子。我们今天去北京大学图书馆看书，然后在食堂吃饭。",

@@ -8,13 +8,14 @@ wins); where no piece covers exactly the one character at ``s``, unk offers ``be
 (kUnkPenalty). The path is read back from the end. They differ in what :data:`SENTENCEPIECE` and :data:`HF` select
 (a ``.model`` file follows sentencepiece, a tokenizer.json HF):
 
-- arithmetic: sentencepiece keeps each position's best score as a float32 (a piece's offer is computed and
-  compared in double, then stored rounded; unk's offer is float32 throughout); HF is float64 throughout. Near-ties
-  can then resolve differently (tests/ops/test_unigram.py has such a vocabulary).
+- arithmetic: sentencepiece adds and compares in float32 (each offer rounded to float32, as each position's best);
+  HF in float64. Near-ties then resolve differently (tests/ops/test_unigram.py has such vocabularies).
 - pieces: sentencepiece matches NORMAL and USER_DEFINED pieces only (CONTROL, UNKNOWN and BYTE pieces are never
-  matched in text, UNUSED ones are skipped), a user-defined piece of ``n`` bytes scoring ``n * max score - 0.1``
-  (max over NORMAL scores and FLT_MIN), the min score over NORMAL pieces; HF matches every vocabulary entry (a
-  repeated piece is its last id), the min score over all of them.
+  matched in text, UNUSED ones are skipped), a user-defined piece of ``n`` bytes scoring ``float32((n - 1) * 0.1)``,
+  the min score over NORMAL pieces; HF matches every vocabulary entry (a repeated piece is its last id), the min
+  score over all of them. (The user-defined score is that of sentencepiece 0.2.3's compiled ``EncodeOptimized``,
+  read from the wheel's machine code and confirmed on crafted models; its GitHub source of 2025-02 still reads
+  ``length * max_score_ - 0.1`` in double, which the wheel does not do.)
 - unknowns: sentencepiece fuses a run of unk characters into one unk id, or with byte fallback writes each one's
   UTF-8 bytes as ``<0xXX>`` pieces. HF fuses every run of nodes whose id is unk_id (an unk character, or the unk
   piece matched in the text) into one string, then maps it as its ``tokenize`` maps strings: the piece of that
@@ -54,7 +55,7 @@ TYPE_NAMES = {"NORMAL": NORMAL, "UNKNOWN": UNKNOWN, "CONTROL": CONTROL, "USER_DE
 NO_UNK = 8  # status: a character no piece covers, and the model has no unk_id (HF: MissingUnkId)
 MESSAGES = {NO_UNK: "it has a character that no piece covers, and the model has no unk_id"}
 UNK_PENALTY = 10.0  # sentencepiece's kUnkPenalty, HF's K_UNK_PENALTY
-FLT_MIN, FLT_MAX = np.float32(np.finfo(np.float32).tiny), np.float32(np.finfo(np.float32).max)
+FLT_MAX = np.float32(np.finfo(np.float32).max)  # sentencepiece's min score before any piece
 MAX_IDS = (1 << 31) - 1
 
 # the tables tuple a kernel takes (one argument): indices of its arrays
@@ -127,10 +128,12 @@ def uni_lattice(buf, lo, hi, uni, best, back, wb):
         while node >= 0:
             pid = piece[node]
             if pid >= 0:
-                cand = score[pid] + till  # (sentencepiece: a double offer, compared with the float32 kept)
+                cand = score[pid] + till
+                if sp:  # (float32 + float32 in sentencepiece: the double sum rounded once is that sum)
+                    cand = np.float64(np.float32(cand))
                 at = wb + e
                 if back[at] < 0 or cand > best[at]:
-                    best[at] = np.float64(np.float32(cand)) if sp else cand
+                    best[at] = cand
                     back[at] = (np.int64(s) << 32) | pid
                 if e - s == m:
                     single = True
@@ -142,7 +145,7 @@ def uni_lattice(buf, lo, hi, uni, best, back, wb):
             if unk_id < 0:
                 return -1 - NO_UNK
             cand = unk + till
-            if sp:  # (float32 + float32 in sentencepiece)
+            if sp:
                 cand = np.float64(np.float32(cand))
             at = wb + s + m
             if back[at] < 0 or cand > best[at]:
@@ -357,12 +360,11 @@ class Unigram:
         if sp:
             normal = types == NORMAL
             low = np.float32(min(FLT_MAX, scores[normal].min(initial=np.inf)))  # (float32: as sentencepiece)
-            high = np.float32(max(FLT_MIN, scores[normal].max(initial=-np.inf)))
             unk_score = float(np.float32(low - np.float32(UNK_PENALTY)))
             lengths = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=n)
-            user = types == USER_DEFINED  # length * max score (float32) - 0.1 (double)
+            user = types == USER_DEFINED
             score = scores.astype(np.float64)
-            score[user] = (lengths[user].astype(np.float32) * high).astype(np.float64) - 0.1
+            score[user] = ((lengths[user] - 1) * 0.1).astype(np.float32)
             matched = np.flatnonzero(normal | user)
             for i in np.flatnonzero(types == BYTE):
                 byte_ids[byte_of_piece(pieces[i])] = i
