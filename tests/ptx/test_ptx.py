@@ -79,6 +79,7 @@ KNOWN = {
     "wordpiece.postprocess.ENCODE_WINDOWS", "wordpiece.postprocess.WRITE_PIECES", "wordpiece.postprocess.PACK_PIECES",
     "features.FEATURES", "features.FEATURES_FUSED",
     "preprocess.PREPROCESS",
+    "sentencepiece.unigram.ENCODE", "sentencepiece.unigram.COMPACT",
 }
 
 
@@ -153,6 +154,9 @@ def _exercise() -> None:
     from triton_textops.ops.bpe.nfc import nfc_normalize  # noqa: PLC0415
 
     nfc_normalize(texts)  # bpe.nfc.NFC_KERNEL (the tests' and the table generator's host aid)
+    from triton_textops.ops.sentencepiece.unigram import Unigram  # noqa: PLC0415
+
+    Unigram.from_pieces(["<unk>", "a", "ab", "\u2581"], [0.0, -1.0, -1.5, -2.0], unk_id=0).encode(texts)  # ENCODE, COMPACT
 
 
 def _arg_type(value: Any) -> Any:
