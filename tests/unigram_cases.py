@@ -219,3 +219,11 @@ def float32_split() -> tuple[list[str], list[float]]:
     position's best as a float32, HF a float64. a + b = -1024 - 2**-14 is kept as -1024 by sentencepiece (half way:
     to even), so a + b + c = -24 there beats abc = -24 - 2**-15, which beats HF's -24 - 2**-14."""
     return ["<unk>", "a", "b", "c", "abc"], [-2000.0, -1024.0, -(2.0 ** -14), 1000.0, -24.0 - 2.0 ** -15]
+
+
+def rescaled() -> tuple[list[str], list[float], str]:
+    """A vocabulary and text whose sentencepiece result depends on its rescaling of bests beyond -1e5 (found by a
+    seeded search over an emulation): with it the text ends ab aa a, without it ab a aa (HF: float64)."""
+    return (["<unk>", "a", "b", "bba", "aa", "bb", "abb"],
+            [0.0, -30000.494140625, -30000.529296875, -90002.921875, -60000.13671875, -60001.640625, -90000.9921875],
+            "abbbbabaaa")

@@ -49,6 +49,9 @@ def test_crafted_vocabularies_gpu_equals_cpu() -> None:
     sp = Unigram.from_pieces(pieces, scores, unk_id=0, types=[UNKNOWN] + [NORMAL] * 4)
     hf = Unigram.from_pieces(pieces, scores, unk_id=0)
     assert same(sp, ["abc"]) == [[1, 2, 3]] and same(hf, ["abc"]) == [[4]]
+    pieces, scores, text = U.rescaled()
+    sp = Unigram.from_pieces(pieces, scores, unk_id=0, types=[UNKNOWN] + [NORMAL] * 6)
+    assert same(sp, [text, text * 3])[0][-2:] == [4, 1]
     byte_pieces = [(f"<0x{b:02X}>", 30.0) for b in range(200)]  # HF: a fused run that is a piece, bytes, unk
     vocab = [("<unk>", 30.0), ("xy", 25.0), ("a", 30.0)] + byte_pieces
     assert same(U.ours_hf(vocab, 0, True), ["xy", "axy", "\u2603", "a\u00ff", b"\xff\xfea"]) == [

@@ -8,19 +8,24 @@ wins); where no piece covers exactly the one character at ``s``, unk offers ``be
 (kUnkPenalty). The path is read back from the end. They differ in what :data:`SENTENCEPIECE` and :data:`HF` select
 (a ``.model`` file follows sentencepiece, a tokenizer.json HF):
 
-- arithmetic: sentencepiece adds and compares in float32 (each offer rounded to float32, as each position's best);
-  HF in float64. Near-ties then resolve differently (tests/ops/test_unigram.py has such vocabularies).
+- arithmetic: sentencepiece adds and compares in float32 (each offer rounded to float32, as each position's best),
+  and where the best at a start is beyond +-1e5 it first subtracts it (in float32) from that position's and every
+  reached later position's best; HF is float64 throughout. Near-ties then resolve differently (tests/ops/test_unigram.py
+  has such vocabularies, and long texts show it).
 - pieces: sentencepiece matches NORMAL and USER_DEFINED pieces only (CONTROL, UNKNOWN and BYTE pieces are never
   matched in text, UNUSED ones are skipped), a user-defined piece of ``n`` bytes scoring ``float32((n - 1) * 0.1)``,
   the min score over NORMAL pieces; HF matches every vocabulary entry (a repeated piece is its last id), the min
-  score over all of them. (The user-defined score is that of sentencepiece 0.2.3's compiled ``EncodeOptimized``,
-  read from the wheel's machine code and confirmed on crafted models; its GitHub source of 2025-02 still reads
-  ``length * max_score_ - 0.1`` in double, which the wheel does not do.)
+  score over all of them.
 - unknowns: sentencepiece fuses a run of unk characters into one unk id, or with byte fallback writes each one's
   UTF-8 bytes as ``<0xXX>`` pieces. HF fuses every run of nodes whose id is unk_id (an unk character, or the unk
   piece matched in the text) into one string, then maps it as its ``tokenize`` maps strings: the piece of that
   string if there is one, else with byte fallback its bytes' pieces when all exist, else unk_id. HF's cache of
   encoded strings changes no result.
+
+sentencepiece's rules here are those of sentencepiece 0.2.3's compiled ``EncodeOptimized`` (float32 sums, the
+rescaling, the user-defined score), read from the wheel's machine code and confirmed on crafted models and long
+texts: its GitHub source of 2025-02 (0.2.1) still adds in double, never rescales, and scores a user-defined piece
+``length * max_score_ - 0.1``.
 
 A character is as long as its lead byte says (sentencepiece's ``OneCharLen``: 1 below 0xC0, then 2, 3, 4), cut at
 the end of the text: any bytes give a result, the same as the references' for valid UTF-8.
@@ -55,6 +60,7 @@ TYPE_NAMES = {"NORMAL": NORMAL, "UNKNOWN": UNKNOWN, "CONTROL": CONTROL, "USER_DE
 NO_UNK = 8  # status: a character no piece covers, and the model has no unk_id (HF: MissingUnkId)
 MESSAGES = {NO_UNK: "it has a character that no piece covers, and the model has no unk_id"}
 UNK_PENALTY = 10.0  # sentencepiece's kUnkPenalty, HF's K_UNK_PENALTY
+RESCALE = 100000.0  # sentencepiece 0.2.3: a start whose best is beyond +-this first subtracts it from the bests
 FLT_MAX = np.float32(np.finfo(np.float32).max)  # sentencepiece's min score before any piece
 MAX_IDS = (1 << 31) - 1
 
@@ -115,9 +121,15 @@ def uni_lattice(buf, lo, hi, uni, best, back, wb):
     for k in range(n + 1):
         best[wb + k] = 0.0
         back[wb + k] = -1
+    far = 0  # the furthest position an offer reached
     s = 0
     while s < n:
         till = best[wb + s]
+        if sp and (till < -RESCALE or till > RESCALE):  # sentencepiece 0.2.3: the bests from here on, less till
+            for p in range(s, far + 1):
+                if p == s or back[wb + p] >= 0:
+                    best[wb + p] = np.float64(np.float32(best[wb + p] - till))
+            till = 0.0
         c = buf[lo + s]
         m = 1 if c < 0xC0 else (2 if c < 0xE0 else (3 if c < 0xF0 else 4))
         if m > n - s:
@@ -135,6 +147,8 @@ def uni_lattice(buf, lo, hi, uni, best, back, wb):
                 if back[at] < 0 or cand > best[at]:
                     best[at] = cand
                     back[at] = (np.int64(s) << 32) | pid
+                if e > far:
+                    far = e
                 if e - s == m:
                     single = True
             if e >= n:
@@ -151,6 +165,8 @@ def uni_lattice(buf, lo, hi, uni, best, back, wb):
             if back[at] < 0 or cand > best[at]:
                 best[at] = cand
                 back[at] = (np.int64(s) << 32) | unk_id
+            if s + m > far:
+                far = s + m
         s += m
     return 0
 
