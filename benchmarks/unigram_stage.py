@@ -65,29 +65,34 @@ def main() -> None:
                  "Austen in one text": ["".join(paragraphs)]}
         print(f"\nvocab {vocab_size} ({len(pieces)} pieces), one thread; chars/s, best of {args.repeats} (range)")
         for name, texts in cases.items():
-            chars = sum(map(len, texts))
-            engines = {
-                "ours (sentencepiece rules)": lambda t=texts: ours_sp.encode(t),
-                "sentencepiece": lambda t=texts: [sp.encode(x) for x in t],
-                "ours (HF rules)": lambda t=texts: ours_hf.encode(t),
-                "HF tokenizers": lambda t=texts: hf.encode_batch(t, add_special_tokens=False),
-            }
-            got = {k: f() for k, f in engines.items()}
-            assert got["ours (sentencepiece rules)"].tolist() == got["sentencepiece"], name
-            assert got["ours (HF rules)"].tolist() == [e.ids for e in got["HF tokenizers"]], name
-            times: dict[str, list[float]] = {k: [] for k in engines}
-            for _ in range(args.repeats):
-                for k, f in engines.items():
-                    t0 = time.perf_counter()
-                    f()
-                    times[k].append(time.perf_counter() - t0)
-            print(f"  {name} ({chars / 1e6:.2f} M chars, {len(texts)} texts)")
-            for k, ts in times.items():
-                ref = min(times["ours (sentencepiece rules)" if "sentence" in k else "ours (HF rules)"])
-                ratio = "" if k.startswith("ours") else f"   {min(ts) / ref:5.1f}x ours' time"
-                print(f"    {k:28s} {chars / min(ts) / 1e6:8.2f} M chars/s ({chars / max(ts) / 1e6:.2f}-"
-                      f"{chars / min(ts) / 1e6:.2f}){ratio}")
+            run_case(name, texts, ours_sp, sp, ours_hf, hf, args.repeats)
 
+
+def run_case(name: str, texts: list[str], ours_sp: object, sp: object, ours_hf: object, hf: object,
+             repeats: int) -> None:
+    """Check each engine against its reference on ``texts``, then time them in turns and print."""
+    chars = sum(map(len, texts))
+    engines = {
+        "ours (sentencepiece rules)": lambda: ours_sp.encode(texts),
+        "sentencepiece": lambda: [sp.encode(x) for x in texts],
+        "ours (HF rules)": lambda: ours_hf.encode(texts),
+        "HF tokenizers": lambda: hf.encode_batch(texts, add_special_tokens=False),
+    }
+    got = {k: f() for k, f in engines.items()}
+    assert got["ours (sentencepiece rules)"].tolist() == got["sentencepiece"], name
+    assert got["ours (HF rules)"].tolist() == [e.ids for e in got["HF tokenizers"]], name
+    times: dict[str, list[float]] = {k: [] for k in engines}
+    for _ in range(repeats):
+        for k, f in engines.items():
+            t0 = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t0)
+    print(f"  {name} ({chars / 1e6:.2f} M chars, {len(texts)} texts)")
+    for k, ts in times.items():
+        ref = min(times["ours (sentencepiece rules)" if "sentence" in k else "ours (HF rules)"])
+        ratio = "" if k.startswith("ours") else f"   {min(ts) / ref:5.1f}x ours' time"
+        print(f"    {k:28s} {chars / min(ts) / 1e6:8.2f} M chars/s ({chars / max(ts) / 1e6:.2f}-"
+              f"{chars / min(ts) / 1e6:.2f}){ratio}")
 
 if __name__ == "__main__":
     main()

@@ -31,8 +31,8 @@ A character is as long as its lead byte says (sentencepiece's ``OneCharLen``: 1 
 the end of the text: any bytes give a result, the same as the references' for valid UTF-8.
 
 The trie is flat arrays built once at load (:func:`build_trie`): nodes numbered breadth first, the children of a
-node contiguous and sorted by their byte, so a step is a binary search over a few labels (the root's children in
-a 256-entry table). One pass over the text: O(bytes x the longest match), work of 16 bytes a byte (best score,
+node contiguous and sorted by their byte; a step scans a few labels, or for a node of many children (the root, ``▁``)
+reads a 256-entry table. One pass over the text: O(bytes x the longest match), work of 16 bytes a byte (best score,
 back link). The kernels (:data:`ENCODE`, :data:`COMPACT`) compile from one source for the CPU and the GPU; other
 stages call :func:`uni_encode` per pre-token from their own kernels.
 """
@@ -67,10 +67,13 @@ MAX_IDS = (1 << 31) - 1
 # the tables tuple a kernel takes (one argument): indices of its arrays
 # FIRST int32 (nodes + 1): the children of node v are nodes FIRST[v] .. FIRST[v + 1] - 1 (breadth-first order; 0 is
 # the root), their bytes LABEL uint8 (nodes) ascending; PIECE int32 (nodes): the id that ends at the node, or -1;
-# ROOT int32 (256): the root's child of each byte, or -1; SCORE float64 (ids): each id's score as the lattice uses it;
+# DENSE int32 (nodes): for a node of DENSE_MIN children or more (the root always), its block in BLOCKS int32 (blocks x
+# 256): its child by each byte, or -1; else -1 (its labels are scanned); SCORE float64 (ids): each id's score as the
+# lattice uses it;
 # BYTES int32 (256): the id of piece <0xXX>, or -1; CONST int64: [unk_id (-1: none), sentencepiece's rules,
 # byte_fallback]; UNK float64 (1): unk's score
-U_FIRST, U_LABEL, U_PIECE, U_ROOT, U_SCORE, U_BYTES, U_CONST, U_UNK = range(8)
+U_FIRST, U_LABEL, U_PIECE, U_DENSE, U_BLOCKS, U_SCORE, U_BYTES, U_CONST, U_UNK = range(9)
+DENSE_MIN = 8  # children from which a node has a block (a scan of fewer is as fast)
 C_UNK_ID, C_SP, C_BYTE_FALLBACK = range(3)
 WORK_ROWS = 2  # work per byte (+ 1 per text): best score (float64), back link (int64: start << 32 | id)
 
@@ -78,21 +81,14 @@ WORK_ROWS = 2  # work per byte (+ 1 per text): best score (float64), back link (
 @K.device(inline=True)
 def uni_child(uni, node, c):
     """The child of trie node ``node`` by byte ``c``, or -1."""
-    if node == 0:
-        return uni[U_ROOT][c]
-    first = uni[U_FIRST]
+    d = uni[U_DENSE][node]
+    if d >= 0:
+        return uni[U_BLOCKS][(np.int64(d) << 8) | c]
     label = uni[U_LABEL]
-    a = first[node]
-    b = first[node + 1]
-    while a < b:
-        m = (a + b) >> 1
+    for m in range(uni[U_FIRST][node], uni[U_FIRST][node + 1]):
         x = label[m]
-        if x < c:
-            a = m + 1
-        elif x > c:
-            b = m
-        else:
-            return m
+        if x >= c:
+            return m if x == c else -1
     return -1
 
 
@@ -135,7 +131,7 @@ def uni_lattice(buf, lo, hi, uni, best, back, wb):
         if m > n - s:
             m = n - s
         single = False
-        node = uni[U_ROOT][c]
+        node = uni[U_BLOCKS][c]  # (the root's block: 0)
         e = s + 1
         while node >= 0:
             pid = piece[node]
@@ -301,9 +297,9 @@ COMPACT = K.kernel(uni_compact)
 
 # ------------------------------------------------------------------------------ host side
 
-def build_trie(keys: Sequence[bytes], ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def build_trie(keys: Sequence[bytes], ids: np.ndarray) -> tuple[np.ndarray, ...]:
     """The trie of byte strings ``keys`` (non-empty) with values ``ids`` (a repeated key keeps its largest id), as
-    (FIRST, LABEL, PIECE, ROOT): nodes breadth first, level by level in NumPy (each level's nodes: the distinct
+    (FIRST, LABEL, PIECE, DENSE, BLOCKS): nodes breadth first, level by level in NumPy (each level's nodes: the distinct
     (parent, byte) pairs, sorted, so a node's children are contiguous and ascending)."""
     lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
     pool = np.frombuffer(b"".join(keys), dtype=np.uint8)
@@ -335,10 +331,17 @@ def build_trie(keys: Sequence[bytes], ids: np.ndarray) -> tuple[np.ndarray, np.n
     piece = np.full(count, -1, dtype=np.int64)
     if len(keys):
         np.maximum.at(piece, node, np.asarray(ids, dtype=np.int64))
-    root = np.full(256, -1, dtype=np.int32)
-    kids = np.arange(first[0], first[1])
-    root[label[kids]] = kids
-    return first, label, piece.astype(np.int32), root
+    counts = np.diff(first)
+    counts[0] = DENSE_MIN  # (the root has a block, children or not)
+    dense_nodes = np.flatnonzero(counts >= DENSE_MIN)
+    dense = np.full(count, -1, dtype=np.int32)
+    dense[dense_nodes] = np.arange(dense_nodes.shape[0], dtype=np.int32)
+    blocks = np.full((dense_nodes.shape[0], 256), -1, dtype=np.int32)
+    kids = np.arange(1, count)
+    parent_block = dense[parent]
+    has = parent_block >= 0
+    blocks[parent_block[has], label[kids[has]]] = kids[has]
+    return first, label, piece.astype(np.int32), dense, blocks.reshape(-1)
 
 
 def byte_of_piece(piece: bytes) -> int:
@@ -392,11 +395,11 @@ class Unigram:
                 b = byte_of_piece(p)
                 if b >= 0:
                     byte_ids[b] = i
-        first, label, piece, root = build_trie([pieces[i] for i in matched], matched)
+        trie = build_trie([pieces[i] for i in matched], matched)
         self.byte_ids = byte_ids
         self.max_piece_bytes = max((len(pieces[i]) for i in matched), default=0)
         const = np.array([-1 if unk_id is None else unk_id, int(sp), int(byte_fallback)], dtype=np.int64)
-        self.host = (first, label, piece, root, score, byte_ids, const, np.array([unk_score], dtype=np.float64))
+        self.host = (*trie, score, byte_ids, const, np.array([unk_score], dtype=np.float64))
         self._on: dict[str, tuple] = {}
 
     @classmethod
