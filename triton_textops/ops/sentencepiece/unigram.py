@@ -351,11 +351,36 @@ def byte_of_piece(piece: bytes) -> int:
     return -1
 
 
-def _type_code(t: Any) -> int:
-    code = TYPE_NAMES.get(t) if isinstance(t, str) else t
-    if isinstance(code, (bool, np.bool_)) or not isinstance(code, (int, np.integer)) or code not in TYPE_NAMES.values():
-        raise ValueError(f"piece type {t!r}: one of {sorted(TYPE_NAMES)} or their numbers {sorted(TYPE_NAMES.values())}")
-    return int(code)
+def _type_codes(types: Sequence[int | str]) -> np.ndarray:
+    """The pieces' types as numbers (names mapped), checked."""
+    names = {**TYPE_NAMES, **{v: v for v in TYPE_NAMES.values()}}
+    try:
+        codes = np.array([names[t] if type(t) is not bool else None for t in types], dtype=np.int64)
+    except (KeyError, TypeError):
+        bad = next(t for t in types if type(t) is bool or t not in names)
+        raise ValueError(f"piece type {bad!r}: one of {sorted(TYPE_NAMES)} or their numbers "
+                         f"{sorted(TYPE_NAMES.values())}") from None
+    return codes
+
+
+def _as_bytes(pieces: Sequence[str | bytes]) -> list[bytes]:
+    """Each piece's bytes (a str as UTF-8), checked."""
+    try:
+        return [p.encode("utf-8") for p in pieces]  # (the usual case at once)
+    except (AttributeError, UnicodeEncodeError):
+        pass
+    raw = []
+    for p in pieces:
+        if isinstance(p, str):
+            try:
+                raw.append(p.encode("utf-8"))
+            except UnicodeEncodeError as e:
+                raise ValueError(f"piece {len(raw)} {p!r} is not valid Unicode ({e.reason})") from None
+        elif isinstance(p, (bytes, bytearray, memoryview)):
+            raw.append(bytes(p))
+        else:
+            raise ValueError(f"piece {len(raw)}: a str or bytes, got {type(p).__name__}")
+    return raw
 
 
 class Unigram:
@@ -420,17 +445,7 @@ class Unigram:
             raise ValueError("HF's Unigram has no piece types: pass types=None")
         if not isinstance(byte_fallback, (bool, np.bool_)):
             raise ValueError(f"byte_fallback must be a bool, got {byte_fallback!r}")
-        raw = []
-        for p in pieces:
-            if isinstance(p, str):
-                try:
-                    raw.append(p.encode("utf-8"))
-                except UnicodeEncodeError as e:
-                    raise ValueError(f"piece {len(raw)} {p!r} is not valid Unicode ({e.reason})") from None
-            elif isinstance(p, (bytes, bytearray, memoryview)):
-                raw.append(bytes(p))
-            else:
-                raise ValueError(f"piece {len(raw)}: a str or bytes, got {type(p).__name__}")
+        raw = _as_bytes(pieces)
         n = len(raw)
         if n > MAX_IDS:
             raise ValueError(f"{n} pieces: at most {MAX_IDS}")
@@ -454,7 +469,7 @@ class Unigram:
             unk_id = int(unk_id)
         ty = None
         if semantics == SENTENCEPIECE:
-            ty = np.array([_type_code(t) for t in types], dtype=np.int64)
+            ty = _type_codes(types)
             if ty.shape[0] != n:
                 raise ValueError(f"{ty.shape[0]} types for {n} pieces")
             unk_id = _check_sentencepiece(raw, ty, unk_id, bool(byte_fallback))
@@ -533,14 +548,17 @@ def _check_sentencepiece(pieces: list[bytes], types: np.ndarray, unk_id: int | N
         raise ValueError(f"{unknown.shape[0]} UNKNOWN pieces: sentencepiece needs exactly one")
     if unk_id is not None and unk_id != int(unknown[0]):
         raise ValueError(f"unk_id {unk_id} is not the UNKNOWN piece, {int(unknown[0])}")
-    seen: tuple[dict[bytes, int], dict[bytes, int]] = ({}, {})
-    for i, (p, t) in enumerate(zip(pieces, types)):
-        if not p:
-            raise ValueError(f"piece {i} is empty")
-        where = seen[0 if t in (NORMAL, USER_DEFINED, UNUSED) else 1]
-        if p in where:
-            raise ValueError(f"piece {i} {p!r} is already defined (piece {where[p]})")
-        where[p] = i
+    if not all(pieces):
+        raise ValueError(f"piece {pieces.index(b'')} is empty")
+    in_trie = np.isin(types, (NORMAL, USER_DEFINED, UNUSED))
+    for group in (np.flatnonzero(in_trie), np.flatnonzero(~in_trie)):  # (sentencepiece's two maps)
+        names = [pieces[i] for i in group]
+        if len(set(names)) < len(names):
+            seen: dict[bytes, int] = {}
+            for i, p in zip(group.tolist(), names):
+                if p in seen:
+                    raise ValueError(f"piece {i} {p!r} is already defined (piece {seen[p]})")
+                seen[p] = i
     byte_pieces = np.flatnonzero(types == BYTE)
     if byte_pieces.shape[0] and not byte_fallback:
         raise ValueError(f"byte piece {pieces[byte_pieces[0]]!r} although byte_fallback is false")
