@@ -80,6 +80,7 @@ KNOWN = {
     "wordpiece.postprocess.ENCODE_WINDOWS", "wordpiece.postprocess.WRITE_PIECES", "wordpiece.postprocess.PACK_PIECES",
     "features.FEATURES", "features.FEATURES_FUSED",
     "preprocess.PREPROCESS",
+    "sentencepiece.unigram.ENCODE", "sentencepiece.unigram.COMPACT",
 }
 
 
@@ -167,6 +168,9 @@ def _exercise() -> None:
     r = sp.encode(texts)  # sentencepiece.encode.SP_ENCODE (ragged), COMPACT
     sp.encode_rows(texts, max_length=16)  # SP_ENCODE (rows)
     sp.decode(r.ids, r.offsets, errors=None)  # sentencepiece.decode.SP_DECODE_COUNT, SP_DECODE_WRITE
+    from triton_textops.ops.sentencepiece.unigram import Unigram  # noqa: PLC0415
+
+    Unigram.from_pieces(["<unk>", "a", "ab", "\u2581"], [0.0, -1.0, -1.5, -2.0], unk_id=0).encode(texts)  # ENCODE, COMPACT
 
 
 def _arg_type(value: Any) -> Any:
