@@ -1,5 +1,6 @@
-"""SentencePiece BPE with byte fallback: exact ids against HF tokenizers (tokenizer.json converted by transformers)
-and sentencepiece (.model files), on models trained here with sentencepiece's trainer."""
+"""SentencePiece BPE with byte fallback and Unigram through the SentencePiece pipeline: exact ids and text against HF
+tokenizers (tokenizer.json converted by transformers) and sentencepiece (.model files), on models trained here with
+sentencepiece's trainer."""
 
 from __future__ import annotations
 
@@ -35,9 +36,11 @@ MODELS = {
     "small": {"byte_fallback": True, "vocab_size": 420, "character_coverage": 0.98},
     "unk": {"byte_fallback": False, "character_coverage": 0.98, "normalization_rule_name": "nfkc"},
     "cf": {"byte_fallback": True, "normalization_rule_name": "nmt_nfkc_cf", "add_dummy_prefix": False},
+    "uni_nfkc": {"model_type": "unigram", "user_defined_symbols": ["<ud>"]},
+    "uni_id": {"model_type": "unigram", "normalization_rule_name": "identity", "byte_fallback": True},
 }
 STYLES = {"llama": ["nfkc", "small", "unk"], "llama-metaspace": ["nfkc", "identity"], "gemma": ["nfkc", "small"],
-          "spm": ["identity"]}
+          "spm": ["identity", "uni_id"]}
 CASES = [(s, m) for s, ms in STYLES.items() for m in ms]
 
 
@@ -83,11 +86,11 @@ def test_model_file_matches_sentencepiece(models: dict[str, Path], model: str) -
 
 def test_every_code_point_in_context(models: dict[str, Path], converted: dict) -> None:
     texts = BO.every_code_point_texts(2048)
-    for name in ("nfkc", "small", "cf"):
+    for name in ("nfkc", "small", "cf", "uni_nfkc"):
         sp = spm.SentencePieceProcessor(model_file=str(models[name]))
         assert _diff(_rows(Tokenizer.from_file(models[name]).encode(texts)), [sp.encode(t) for t in texts],
                      texts) == []
-    for key in (("llama", "small"), ("llama-metaspace", "identity"), ("spm", "identity")):
+    for key in (("llama", "small"), ("llama-metaspace", "identity"), ("spm", "identity"), ("spm", "uni_id")):
         hf = tokenizers.Tokenizer.from_file(str(converted[key]))
         want = [e.ids for e in hf.encode_batch(texts)]
         assert _diff(_rows(Tokenizer.from_file(converted[key]).encode(texts)), want, texts) == []
@@ -105,10 +108,10 @@ def test_hypothesis_texts(sp_all: tuple, text: str) -> None:
 @pytest.fixture(scope="module")
 def sp_all(models: dict[str, Path], converted: dict) -> tuple:
     out = []
-    for name in ("nfkc", "small"):
+    for name in ("nfkc", "small", "uni_nfkc"):
         sp = spm.SentencePieceProcessor(model_file=str(models[name]))
         out.append((Tokenizer.from_file(models[name]), sp.encode))
-    for key in (("llama", "small"), ("gemma", "nfkc"), ("llama-metaspace", "identity")):
+    for key in (("llama", "small"), ("gemma", "nfkc"), ("llama-metaspace", "identity"), ("spm", "uni_id")):
         hf = tokenizers.Tokenizer.from_file(str(converted[key]))
         out.append((Tokenizer.from_file(converted[key]), lambda t, hf=hf: hf.encode(t).ids))
     return tuple(out)
@@ -138,7 +141,7 @@ def test_decode_matches_hf(converted: dict, style: str, model: str) -> None:
         ours.decode(flat, off)
 
 
-@pytest.mark.parametrize("model", ["nfkc", "small", "cf", "identity", "unk"])
+@pytest.mark.parametrize("model", ["nfkc", "small", "cf", "identity", "unk", "uni_nfkc", "uni_id"])
 def test_decode_matches_sentencepiece(models: dict[str, Path], model: str) -> None:
     sp = spm.SentencePieceProcessor(model_file=str(models[model]))
     ours = Tokenizer.from_file(models[model])

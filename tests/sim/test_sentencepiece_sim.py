@@ -1,5 +1,6 @@
 """The SentencePiece GPU kernels in the CUDA simulator: the same ids, rows and bytes as the CPU kernels, bit for
-bit (a .model with nmt_nfkc and a user symbol, Llama-2- and Gemma-style tokenizer.json), and the launch
+bit (BPE and Unigram .model files with a user symbol, Llama-2-, Gemma- and SpmConverter-style tokenizer.json), and the
+launch
 discipline (fixed rows: one launch, one device-to-host copy)."""
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ TEXTS = O.MULTILINGUAL[:6] + ["Hello  world<s> x</s>", " \u3000\t\n  lead", "<ud
                               "ＦＵＬＬ ﬁ ½ e\u0301 😀\u200d"]
 
 
-@pytest.fixture(scope="module", params=["model", "llama", "gemma"])
+@pytest.fixture(scope="module", params=["model", "llama", "gemma", "unigram", "unigram-spm"])
 def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple:
     root = tmp_path_factory.mktemp("sp")
-    model = O.train(root / "sp.model", vocab_size=600, byte_fallback=True, user_defined_symbols=["<ud>"])
-    path = model if request.param == "model" else O.convert(model, root / "tokenizer.json", request.param)
+    kind = "unigram" if request.param.startswith("unigram") else "bpe"
+    model = O.train(root / "sp.model", vocab_size=600, byte_fallback=True, user_defined_symbols=["<ud>"],
+                    model_type=kind, **({"normalization_rule_name": "identity"} if request.param == "unigram-spm" else {}))
+    path = model if request.param in ("model", "unigram") else \
+        O.convert(model, root / "tokenizer.json", "spm" if kind == "unigram" else request.param)
     return SentencePieceTokenizer.from_file(path, device="cpu"), SentencePieceTokenizer.from_file(path, device="cuda")
 
 

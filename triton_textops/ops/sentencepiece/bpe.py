@@ -29,6 +29,7 @@ from triton_textops.ops.bpe.merge import (
     piece_hash,
 )
 from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.status import SIZE_BOUND
 from triton_textops.ops.core.utf8 import utf8_at
 from triton_textops.ops.sentencepiece.formats import SPSpec
 from triton_textops.ops.sentencepiece.normalize import frozen_table, sp_prefix_at
@@ -73,12 +74,12 @@ def sp_push_unk(sym, base, m, unk):
 @K.device
 def sp_bpe_word(buf, lo, hi, voc, work, base, out, o, cap, cache, row):
     """Ids of the pre-token ``buf[lo:hi]`` into ``out[o:cap]`` (HF's BPE ``merge_word`` with byte fallback; a
-    ``.model``'s frozen pieces whole): the new ``o``, -1 when ``out`` is full."""
+    ``.model``'s frozen pieces whole): the new ``o``, -1 - SIZE_BOUND when ``out`` is full."""
     n = hi - lo
     if n <= 0:
         return o
     if o + n > cap:
-        return -1
+        return -1 - SIZE_BOUND
     consts = voc[VCONST]
     h, q = piece_hash(buf, lo, hi)
     if consts[V_IGNORE]:

@@ -49,6 +49,7 @@ from triton_textops.ops.sentencepiece.pretokenize import (
     piece_next,
     split_next,
 )
+from triton_textops.ops.sentencepiece.unigram import uni_encode
 
 L_NB, L_EB, L_SA, L_SB, L_WA, L_WB = range(6)
 S_NBUF, S_WORK, S_IDS, S_LAY, S_CACHE = range(5)  # the scratch tuple
@@ -56,15 +57,25 @@ S_NBUF, S_WORK, S_IDS, S_LAY, S_CACHE = range(5)  # the scratch tuple
 
 @K.device
 def sp_word(buf, lo, hi, mdl, work, base, out, o, cap, cache, row):
-    """The model stage: ids of pre-token ``buf[lo:hi]`` into ``out[o:cap]`` (new ``o``, -1 when full). BPE here;
+    """The model stage: ids of pre-token ``buf[lo:hi]`` into ``out[o:cap]`` (new ``o``, or -1 - status). BPE here;
     a Unigram kernel binds this name to its model's function of the same arguments."""
     return sp_bpe_word(buf, lo, hi, mdl, work, base, out, o, cap, cache, row)
+
+
+@K.device
+def unigram_word(buf, lo, hi, mdl, work, base, out, o, cap, cache, row):
+    """:func:`sp_word` of a Unigram model (its kernel variant binds this name): Viterbi over the pieces
+    (:func:`~triton_textops.ops.sentencepiece.unigram.uni_encode`), its work rows in ``cache`` (best, back)."""
+    if o + (hi - lo) > cap:
+        return -1 - SIZE_BOUND
+    best, back = cache
+    return uni_encode(buf, lo, hi, mdl, best, back, base, out, o)
 
 
 @K.device(inline="ir")
 def sp_gap(nbuf, a, b, first, mdl, ptab, scr, wbuf, wsz, wb, o, cap, row):
     """Pre-tokenize ``nbuf[a:b]`` and encode each pre-token (``first``: the gap starts the text, for Metaspace's
-    ``first`` scheme). The new ``o``, -1 when a region is full."""
+    ``first`` scheme). The new ``o``, or -1 - status (SIZE_BOUND when a region is full)."""
     ints, pool = ptab
     meta = ints[P_META] != 0
     msplit = ints[P_MSPLIT] != 0
@@ -79,7 +90,7 @@ def sp_gap(nbuf, a, b, first, mdl, ptab, scr, wbuf, wsz, wb, o, cap, row):
             r0 = wbuf
             r1 = metaspace_write(nbuf, s, e, nbuf, wbuf, wbuf + wsz, ptab, first and s == a)
             if r1 < 0:
-                return -1
+                return -1 - SIZE_BOUND
         j = r0
         while j < r1:
             ws = r0
@@ -91,19 +102,19 @@ def sp_gap(nbuf, a, b, first, mdl, ptab, scr, wbuf, wsz, wb, o, cap, row):
             if we > ws:
                 o = sp_word(nbuf, ws, we, mdl, scr[S_WORK], wb, scr[S_IDS], o, cap, scr[S_CACHE], row)
                 if o < 0:
-                    return -1
+                    return o
     return o
 
 
 @K.device(inline="ir")
 def sp_segment(data, pos, s, first, mdl, ctab, adds, ntab, ptab, scr, bb, seg, wbuf, wsz, wb, o, cap, row):
     """Normalize segment ``data[pos:s]`` (between raw added tokens), split it at the normalized added tokens and
-    encode each gap. The new ``o``; -1 when a region is full, -1 - DISALLOWED for a disallowed token."""
+    encode each gap. The new ``o``, or -1 - status (SIZE_BOUND, DISALLOWED, the model's)."""
     nbuf = scr[S_NBUF]
     ids = scr[S_IDS]
     nl, nh = sp_normalize(data, pos, s, nbuf, bb, seg, ntab)
     if nl < 0:
-        return -1
+        return -1 - SIZE_BOUND
     p = nl
     at = nl
     while at < nh:
@@ -111,14 +122,14 @@ def sp_segment(data, pos, s, first, mdl, ctab, adds, ntab, ptab, scr, bb, seg, w
         if ms > p:
             o = sp_gap(nbuf, p, ms, first and p == nl, mdl, ptab, scr, wbuf, wsz, wb, o, cap, row)
             if o < 0:
-                return -1
+                return o
         if k < 0:
             break
         if me > ms:
             if adds[A_FLAGS][k] & F_DISALLOWED:
                 return -1 - DISALLOWED
             if o >= cap:
-                return -1
+                return -1 - SIZE_BOUND
             ids[o] = adds[A_ID][k]
             o += 1
         p = me
@@ -167,7 +178,7 @@ def sp_text(t, row, wb, data, offsets, mdl, ctab, adds, ntab, ptab, cfg, scr, cn
             o = sp_segment(data, pos, s, pos == lo, mdl, ctab, adds, ntab, ptab, scr, bb, seg, wbuf, wsz, wb, o,
                            cap, row)
             if o < 0:
-                cnt[t] = -1 - (DISALLOWED if o == -1 - DISALLOWED else SIZE_BOUND)
+                cnt[t] = o
                 return
         if k < 0:
             break
@@ -208,4 +219,5 @@ def encode_kernels(model: str = "bpe") -> tuple:
     return K.kernel(sp_rows_item, bind, chunked=True)
 
 
-SP_ENCODE = encode_kernels()  # (made at import: tests/ptx finds it)
+SP_ENCODE = encode_kernels()  # (made at import: tests/ptx finds them)
+SP_ENCODE_UNIGRAM = encode_kernels("unigram")

@@ -18,6 +18,7 @@ from triton_textops.ops.bpe.formats import _hf_added_ids, _template
 from triton_textops.ops.core.hf_json import AddedToken, Padding, Truncation, padding, read_config, truncation
 from triton_textops.ops.sentencepiece import normalize as N
 from triton_textops.ops.sentencepiece import pretokenize as P
+from triton_textops.ops.sentencepiece.unigram import Unigram
 
 SPACE = "\u2581"  # sentencepiece's whitespace symbol
 # piece types of a ModelProto
@@ -61,6 +62,7 @@ class SPSpec:
     scores: np.ndarray | None = None  # Unigram: each id's score
     frozen: list[tuple[bytes, int]] = field(default_factory=list)
     types: list[int] = field(default_factory=list)  # a .model's piece types (NORMAL ...)
+    unigram: Any = None  # the Unigram model stage (ops.sentencepiece.unigram.Unigram), for model "unigram"
     normalizer: N.Program = field(default_factory=N.Program)
     pretokenizer: P.Program = field(default_factory=P.Program)
     added: list[AddedToken] = field(default_factory=list)
@@ -145,6 +147,10 @@ def read_tokenizer_json(path: str | os.PathLike, doc: dict, directory: Path) -> 
         spec = SPSpec("unigram", [t for t, _ in items], vocab, empty, _byte_ids(vocab),
                       -1 if unk is None else int(unk), True, bool(model.get("byte_fallback", False)),
                       scores=np.array([float(s) for _, s in items], dtype=np.float64))
+        try:
+            spec.unigram = Unigram.from_tokenizer_json(model)
+        except ValueError as e:
+            refuse("model", {"type": "Unigram"}, f"is not a valid Unigram model ({e})")
     else:
         refuse("model.type", kind, "is not a SentencePiece model (BPE or Unigram)")
     spec.source = where
@@ -238,6 +244,10 @@ def read_model_file(path: str | os.PathLike) -> SPSpec:
         empty = tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
         spec = SPSpec("unigram", list(pieces), vocab, empty, _byte_ids(bytes_vocab), unk, True, ts.byte_fallback,
                       scores=scores, frozen=frozen)
+        try:
+            spec.unigram = Unigram.from_model_proto(m)
+        except ValueError as e:
+            raise ConfigError(f"{where}: not a valid sentencepiece Unigram model ({e})") from None
     spec.source = where
     spec.types = types
     spec.normalizer = N.from_spm(bytes(ns.precompiled_charsmap), ns.add_dummy_prefix, ns.remove_extra_whitespaces,

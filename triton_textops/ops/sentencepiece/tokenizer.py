@@ -37,25 +37,26 @@ from triton_textops.ops.core.decode import decode_batch
 from triton_textops.ops.core.output import Ragged, Rows
 from triton_textops.ops.core.placement import Placed
 from triton_textops.ops.core.rows import window_rows
-from triton_textops.ops.core.status import raise_bad_counts
 from triton_textops.ops.sentencepiece import decode as D
 from triton_textops.ops.sentencepiece import formats as F
 from triton_textops.ops.sentencepiece.encode import encode_kernels
 from triton_textops.ops.sentencepiece.normalize import normalize_texts
+from triton_textops.ops.sentencepiece.unigram import raise_bad
 
 
 def model_tables(spec: F.SPSpec) -> tuple:
-    """The model stage's tables of ``spec`` (BPE here; Unigram's from its module when it is there)."""
-    if spec.model == "bpe":
-        from triton_textops.ops.sentencepiece.bpe import vocab_tables  # noqa: PLC0415
+    """The model stage's host tables of ``spec``: the one place the model slot (BPE or Unigram) is chosen, with
+    :func:`~triton_textops.ops.sentencepiece.encode.encode_kernels` (the kernel variant) and :meth:`_cache`."""
+    if spec.model == "unigram":  # (its host tables: ops.sentencepiece.unigram, sentencepiece's or HF's rules)
+        return spec.unigram.host
+    from triton_textops.ops.sentencepiece.bpe import vocab_tables  # noqa: PLC0415
 
-        return vocab_tables(spec)
-    raise ConfigError(f"{spec.source}: a SentencePiece {spec.model} model is not loaded yet (BPE only)")
+    return vocab_tables(spec)
 
 
 class SentencePieceTokenizer(Placed):
-    """SentencePiece BPE with byte fallback (Llama-2, Mistral, Gemma, Phi-3 style files, sentencepiece ``.model``
-    files); ``device`` "cpu", "cuda" or "auto". Implements the :class:`~triton_textops.ops.tokenizer.Tokenizer`
+    """SentencePiece BPE with byte fallback (Llama-2, Mistral, Gemma, Phi-3 style files) and Unigram (T5, XLM-R
+    style files), from tokenizer.json or sentencepiece ``.model`` files; ``device`` "cpu", "cuda" or "auto". Implements the :class:`~triton_textops.ops.tokenizer.Tokenizer`
     protocol."""
 
     family = "sentencepiece"
@@ -196,9 +197,15 @@ class SentencePieceTokenizer(Placed):
             wsize = bsize
         nbuf = allocate(xp, (bsize,), np.uint8, "the normalized text", filled=False)
         ids = allocate(xp, (isize,), np.int32, "the ids scratch", filled=False)
-        work = allocate(xp, (N_WORK_ROWS, wsize), np.int32, "the merge scratch", filled=False)
+        if self.spec.model == "unigram":  # its work rows (best score, back link) where BPE has its merge cache
+            work = allocate(xp, (1, wsize), np.int32, "the work columns", filled=False)
+            cache = tuple(allocate(xp, (wsize + 1,), dt, "the Unigram work rows", filled=False)
+                          for dt in (np.float64, np.int64))
+        else:
+            work = allocate(xp, (N_WORK_ROWS, wsize), np.int32, "the merge scratch", filled=False)
+            cache = self._cache()
         return (batch.data, batch.offsets, self._mdl, self._ctab, adds, self._ntab, self._ptab, cfg,
-                (nbuf, work, ids, self._lay, self._cache()))
+                (nbuf, work, ids, self._lay, cache))
 
     def _cache(self) -> tuple:
         """The calling thread's merge cache (CPU: a row per kernel share; GPU: none)."""
@@ -232,7 +239,7 @@ class SentencePieceTokenizer(Placed):
         if n:
             K.launch(self.target, self._encode, n, *args, cnt, (xp.empty((2, 0, 0), dtype=np.int64), 0, False, False))
         host = K.to_host(cnt, self.target)
-        raise_bad_counts(host)
+        raise_bad(host)
         drop, cut = self._no_drop, None
         if limits is not None:
             npre, nsuf = (len(self.spec.prefix), len(self.spec.suffix)) if add_special_tokens else (0, 0)
@@ -296,7 +303,7 @@ class SentencePieceTokenizer(Placed):
         if n:
             K.launch(self.target, self._encode, n, *args, cnt, (rows, pad, padding_side == "left",
                                                                truncation_side == "left"))
-        raise_bad_counts(K.to_host(cnt, self.target))
+        raise_bad(K.to_host(cnt, self.target))
         return Rows(rows[0], rows[1])
 
     # ------------------------------------------------------------------------------------- vocabulary
