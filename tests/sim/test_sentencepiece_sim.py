@@ -1,7 +1,6 @@
 """The SentencePiece GPU kernels in the CUDA simulator: the same ids, rows and bytes as the CPU kernels, bit for
-bit (BPE and Unigram .model files with a user symbol, Llama-2-, Gemma- and SpmConverter-style tokenizer.json), and the
-launch
-discipline (fixed rows: one launch, one device-to-host copy)."""
+bit (BPE and Unigram .model files with a user symbol, Llama-2-, Gemma- and SpmConverter-style tokenizer.json), and
+the launch discipline (fixed rows: one launch, one device-to-host copy)."""
 
 from __future__ import annotations
 
