@@ -86,17 +86,17 @@ def test_model_file_matches_sentencepiece(models: dict[str, Path], model: str) -
 
 def test_every_code_point_in_context(models: dict[str, Path], converted: dict) -> None:
     texts = BO.every_code_point_texts(2048)
-    for name in ("nfkc", "small", "cf", "uni_nfkc"):
+    for name in ("nfkc", "uni_nfkc"):
         sp = spm.SentencePieceProcessor(model_file=str(models[name]))
         assert _diff(_rows(Tokenizer.from_file(models[name]).encode(texts)), [sp.encode(t) for t in texts],
                      texts) == []
-    for key in (("llama", "small"), ("llama-metaspace", "identity"), ("spm", "identity"), ("spm", "uni_id")):
+    for key in (("llama", "small"), ("spm", "uni_id")):
         hf = tokenizers.Tokenizer.from_file(str(converted[key]))
         want = [e.ids for e in hf.encode_batch(texts)]
         assert _diff(_rows(Tokenizer.from_file(converted[key]).encode(texts)), want, texts) == []
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=40)
                 | st.lists(st.sampled_from(list(" \t\n\u3000\u00a0ab\u2581<s>é\u0301中😀\u200d")), max_size=30)
                 .map("".join), min_size=1, max_size=4).map(lambda xs: "".join(xs)))

@@ -92,46 +92,38 @@ def parse_charsmap(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
     return units, norm
 
 
-def charsmap_entries(blob: bytes) -> list[tuple[bytes, bytes]]:
-    """Every (key, normalized) rule of a charsmap, walking the double array breadth first (NumPy, per depth)."""
-    units, norm = parse_charsmap(blob)
-    if not blob:
-        return []
-    n = units.shape[0]
-
-    def offset(u: np.ndarray) -> np.ndarray:
-        return (u >> 10) << ((u & (1 << 9)) >> 6)
-
-    out = []
-    nodes = np.array([int(offset(units[:1])[0])], dtype=np.int64)  # node_pos after the root
-    keys = [b""]
-    labels = np.arange(1, 256, dtype=np.int64)
-    pool = norm.tobytes()
-    while nodes.size:
-        pos = nodes[:, None] ^ labels[None, :]
-        ok = pos < n
-        lab = np.where(ok, units[np.minimum(pos, n - 1)] & ((1 << 31) | 0xFF), -1)
-        hit = ok & (lab == labels[None, :])
-        ni, li = np.nonzero(hit)
-        child = pos[ni, li]
-        cu = units[child]
-        nxt = child ^ offset(cu)
-        new_keys = [keys[i] + bytes([int(labels[j])]) for i, j in zip(ni, li)]
-        leaf = ((cu >> 8) & 1) == 1
-        for k in np.flatnonzero(leaf):
-            v = int(units[nxt[k]] & ((1 << 31) - 1))
-            end = pool.index(b"\0", v)
-            out.append((new_keys[k], pool[v:end]))
-        nodes, keys = nxt, new_keys
-    return out
-
-
 def charsmap_growth(blob: bytes, escape: bool) -> int:
-    """Bytes out per byte in, at most, of a charsmap's rules (a space out counted 3 bytes when escaped)."""
+    """Bytes out per byte in, at most, of a charsmap's rules (a space out counted 3 bytes when escaped): the
+    double array walked breadth first, a level (a key length) at a time over all units at once (NumPy): a unit is a
+    child of a node of the level when its index xor its label is that node's base."""
+    if not blob:
+        return 1
+    units, norm = parse_charsmap(blob)
+    n = units.shape[0]
+    idx = np.arange(n, dtype=np.int64)
+    base = idx ^ ((units >> 10) << ((units & 512) >> 6))  # each unit's children's base
+    label = units & 0x800000FF
+    parent = np.where((label > 0) & (label < 256), idx ^ (label & 0xFF), -1)
+    nul = np.flatnonzero(norm == 0)
+    spaces = np.concatenate([[0], np.cumsum(norm == 32)])
     worst = 1
-    for key, val in charsmap_entries(blob):
-        size = len(val) + (2 * val.count(b" ") if escape else 0)
-        worst = max(worst, -(-size // len(key)))
+    level = np.array([int(base[0])], dtype=np.int64)
+    depth = 0
+    while level.size and depth < 64:
+        depth += 1
+        mark = np.zeros(n, dtype=bool)
+        mark[level[(level >= 0) & (level < n)]] = True
+        kids = idx[(parent >= 0) & mark[np.clip(parent, 0, n - 1)]]
+        kb = base[kids]
+        leaf = kids[((units[kids] >> 8) & 1) == 1]
+        at = base[leaf]
+        vals = units[at[(at >= 0) & (at < n)]] & 0x7FFFFFFF
+        vals = vals[vals < norm.shape[0]]
+        if vals.size:
+            ends = nul[np.searchsorted(nul, vals)]
+            size = ends - vals + (2 * (spaces[ends] - spaces[vals]) if escape else 0)
+            worst = max(worst, int(-(-size.max() // depth)))
+        level = kb
     return worst
 
 
