@@ -165,6 +165,8 @@ def _exercise() -> None:
     with tempfile.TemporaryDirectory() as d:  # a .model trained here (nmt_nfkc, a user symbol, byte fallback)
         model = sp_oracles.train(Path(d) / "sp.model", byte_fallback=True, user_defined_symbols=["<ud>"])
         sp = SentencePieceTokenizer.from_file(model)
+        uni = sp_oracles.train(Path(d) / "uni.model", model_type="unigram", byte_fallback=True)
+        SentencePieceTokenizer.from_file(uni).encode(texts)  # sentencepiece.encode.SP_ENCODE_UNIGRAM
     r = sp.encode(texts)  # sentencepiece.encode.SP_ENCODE (ragged), COMPACT
     sp.encode_rows(texts, max_length=16)  # SP_ENCODE (rows)
     sp.decode(r.ids, r.offsets, errors=None)  # sentencepiece.decode.SP_DECODE_COUNT, SP_DECODE_WRITE
