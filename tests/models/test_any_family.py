@@ -384,10 +384,10 @@ def test_tokenize_tokenizer_with_vocab_or_lowercase_fails_load(tmp_path: Path, w
 
 
 def test_tokenize_unreadable_tokenizer_fails_load(tmp_path: Path) -> None:
-    unigram = tmp_path / "unigram.json"
-    unigram.write_text(json.dumps({"model": {"type": "Unigram", "vocab": [["a", 0.0]]}}))
+    wordlevel = tmp_path / "wordlevel.json"
+    wordlevel.write_text(json.dumps({"model": {"type": "WordLevel", "vocab": {"a": 0}}}))
     for value, message in ((tmp_path / "missing", "parameter 'tokenizer'.*file not found"),
-                           (unigram, r"parameter 'tokenizer': .*model.type = 'Unigram' is not loaded")):
+                           (wordlevel, r"parameter 'tokenizer': .*model.type = 'WordLevel' is not loaded")):
         with pytest.raises(ModelLoadError, match=message):
             load_model(write_model(tmp_path, f"tok_{Path(value).stem}", "tokenize", TOKENIZE + param("tokenizer", value)))
 

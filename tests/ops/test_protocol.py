@@ -97,12 +97,12 @@ def test_loader_recognizes_each_format_by_content(tmp_path: Path, vocab_path: st
 
 
 @pytest.mark.parametrize(("content", "match"), [
-    (b"\x0a\x0b\x0a\x05<unk>\x15\x00\x00\x00\x00\x18\x02", "binary protobuf, as a SentencePiece .model"),
+    (b"\x0a\xff\xff\xff", "not a sentencepiece ModelProto"),
     (b"\x00\x01\x02\xff\xfe", "a binary file"),
     (b"", "the file is empty"),
-    (json.dumps({"model": {"type": "Unigram", "vocab": [["a", 0.0]]}}).encode(), "model.type = 'Unigram'"),
-    (json.dumps({"model": {"type": "BPE", "byte_fallback": True, "vocab": {}, "merges": []}}).encode(),
-     "model.byte_fallback = true"),
+    (json.dumps({"model": {"type": "WordLevel", "vocab": {"a": 0}}}).encode(), "model.type = 'WordLevel'"),
+    (json.dumps({"model": {"type": "BPE", "byte_fallback": True, "dropout": 0.1, "vocab": {}, "merges": []}}).encode(),
+     "model.dropout = 0.1 is not supported"),
     (json.dumps({"vocab": {"a": 0}}).encode(), "no 'model' object"),
     (b'{"model": ', "not valid JSON"),
 ])

@@ -38,6 +38,7 @@ import tempfile
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numba
@@ -79,6 +80,7 @@ KNOWN = {
     "wordpiece.postprocess.ENCODE_WINDOWS", "wordpiece.postprocess.WRITE_PIECES", "wordpiece.postprocess.PACK_PIECES",
     "features.FEATURES", "features.FEATURES_FUSED",
     "preprocess.PREPROCESS",
+    "sentencepiece.unigram.ENCODE", "sentencepiece.unigram.COMPACT",
 }
 
 
@@ -153,6 +155,24 @@ def _exercise() -> None:
     from triton_textops.ops.bpe.nfc import nfc_normalize  # noqa: PLC0415
 
     nfc_normalize(texts)  # bpe.nfc.NFC_KERNEL (the tests' and the table generator's host aid)
+    import sys  # noqa: PLC0415
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    import sp_oracles  # noqa: PLC0415
+
+    from triton_textops.ops.sentencepiece.tokenizer import SentencePieceTokenizer  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory() as d:  # a .model trained here (nmt_nfkc, a user symbol, byte fallback)
+        model = sp_oracles.train(Path(d) / "sp.model", byte_fallback=True, user_defined_symbols=["<ud>"])
+        sp = SentencePieceTokenizer.from_file(model)
+        uni = sp_oracles.train(Path(d) / "uni.model", model_type="unigram", byte_fallback=True)
+        SentencePieceTokenizer.from_file(uni).encode(texts)  # sentencepiece.encode.SP_ENCODE_UNIGRAM
+    r = sp.encode(texts)  # sentencepiece.encode.SP_ENCODE (ragged), COMPACT
+    sp.encode_rows(texts, max_length=16)  # SP_ENCODE (rows)
+    sp.decode(r.ids, r.offsets, errors=None)  # sentencepiece.decode.SP_DECODE_COUNT, SP_DECODE_WRITE
+    from triton_textops.ops.sentencepiece.unigram import Unigram  # noqa: PLC0415
+
+    Unigram.from_pieces(["<unk>", "a", "ab", "\u2581"], [0.0, -1.0, -1.5, -2.0], unk_id=0).encode(texts)  # ENCODE, COMPACT
 
 
 def _arg_type(value: Any) -> Any:

@@ -32,7 +32,7 @@ from triton_textops.ops.bpe.tokenizer import BPETokenizer
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.files import HEAD, sniff
 from triton_textops.ops.core.hf_json import read_config
-from triton_textops.ops.tokenizer import Tokenizer
+from triton_textops.ops.tokenizer import Tokenizer, is_sentencepiece
 
 Texts = tuple[np.ndarray, np.ndarray]  # host (uint8 bytes, int64 offsets n+1)
 # transformers' clean_up_tokenization, in its order (PreTrainedTokenizerBase.clean_up_tokenization, 4.47)
@@ -124,10 +124,24 @@ def is_bpe_source(tokenizer_dir: str | os.PathLike, encoding: str | None = None)
         return True
     if p.is_file():
         kind = _sniff(p)
-        return kind == "tiktoken" or (kind == "json" and _model_type(p) == "BPE")
+        return kind == "tiktoken" or (kind == "json" and _byte_level(p))
     if (p / "tokenizer.json").is_file():
-        return _model_type(p / "tokenizer.json") == "BPE"
-    return not (p / "vocab.txt").is_file() or any((p / a).is_file() and (p / b).is_file() for a, b in GPT2_FILES)
+        return _byte_level(p / "tokenizer.json")
+    if any((p / a).is_file() and (p / b).is_file() for a, b in GPT2_FILES):
+        return True
+    return not (p / "vocab.txt").is_file() and not any(p.glob("*.model"))  # (a .model: SentencePiece's slow layout)
+
+
+def _byte_level(path: Path) -> bool:
+    """A BPE tokenizer.json that is byte-level (not SentencePiece BPE: :func:`~triton_textops.ops.tokenizer.
+    is_sentencepiece`)."""
+    if _model_type(path) != "BPE":
+        return False
+    try:
+        doc = json.loads(path.read_bytes())
+    except ValueError:
+        return True  # (load_spec says what is wrong with it)
+    return not (isinstance(doc, dict) and isinstance(doc.get("model"), dict) and is_sentencepiece(doc))
 
 
 _MODEL_TYPE = re.compile(rb'"model"\s*:\s*\{\s*"type"\s*:\s*"(\w+)"')  # (HF writes model.type first)
@@ -357,10 +371,10 @@ class LLMTokenizer:
                          streaming: bool = False) -> list[bytes]:
         """UTF-8 of each sequence: HF's ``batch_decode`` (U+FFFD for invalid bytes, the clean-up rule), or with
         ``streaming`` the exact bytes of its tokens."""
-        raw = self.tok.decode(ids, offsets, skip_special_tokens=skip_special_tokens, errors=None)
         if streaming:
-            return raw  # type: ignore[return-value]
-        texts = [b.decode("utf-8", "replace") for b in raw]  # type: ignore[union-attr]
+            return self.tok.decode(ids, offsets, skip_special_tokens=skip_special_tokens, errors=None)
+        # (the family's own U+FFFD rule: HF's ByteFallback replaces each byte of an invalid run of byte pieces)
+        texts = self.tok.decode(ids, offsets, skip_special_tokens=skip_special_tokens, errors="replace")
         if self.clean_up:
             texts = [clean_up_tokenization(t) for t in texts]
         return [t.encode("utf-8") for t in texts]

@@ -14,12 +14,15 @@
 
 ``texts`` is anything :meth:`~triton_textops.ops.core.batch.TextBatch.from_texts` takes. The loader,
 :meth:`Tokenizer.from_pretrained` (a directory) and :meth:`Tokenizer.from_file` (one file, recognized by its content),
-returns the family's tokenizer: :class:`~triton_textops.ops.wordpiece.tokenizer.BertTokenizer` (WordPiece) or
-:class:`~triton_textops.ops.bpe.tokenizer.BPETokenizer` (byte-level BPE).
+returns the family's tokenizer: :class:`~triton_textops.ops.wordpiece.tokenizer.BertTokenizer` (WordPiece),
+:class:`~triton_textops.ops.bpe.tokenizer.BPETokenizer` (byte-level BPE) or
+:class:`~triton_textops.ops.sentencepiece.tokenizer.SentencePieceTokenizer` (SentencePiece).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -30,7 +33,9 @@ from triton_textops.ops.core.validate import read_json
 
 FAMILIES = ("WordPiece (tokenizer.json model.type WordPiece, or a vocab.txt)",
             "byte-level BPE (tokenizer.json model.type BPE with a ByteLevel pre-tokenizer or decoder, a .tiktoken "
-            "rank file, GPT-2's encoder.json + vocab.bpe or vocab.json + merges.txt)")
+            "rank file, GPT-2's encoder.json + vocab.bpe or vocab.json + merges.txt)",
+            "SentencePiece BPE (tokenizer.json model.type BPE with byte_fallback or SentencePiece's normalizer / "
+            "pre-tokenizer, or a sentencepiece .model file)")
 _FAMILIES = "; the families this package loads: " + "; ".join(FAMILIES)
 # ranks in the rank files of the encodings tiktoken ships (and Qwen2's): a rank file of one of these sizes is read
 # with that encoding's pattern and specials; any other needs encoding= (a near-miss would be close but not exact)
@@ -103,6 +108,8 @@ def load_pretrained(directory: str | os.PathLike, *, device: str = "cpu", encodi
 
             return BPETokenizer.from_gpt2_files(d / enc, d / merges, device=device)
     singles = sorted(p for p in d.iterdir() if p.suffix in (".tiktoken", ".model") and p.is_file())
+    if len(singles) == 1 and singles[0].suffix == ".model":  # (transformers' slow layout: + tokenizer_config.json)
+        return _sentencepiece().from_pretrained(d, device=device)
     if len(singles) == 1:
         return load_file(singles[0], device=device, encoding=encoding)
     raise ConfigError(f"{d}: no tokenizer file found (tokenizer.json, vocab.txt, encoder.json + vocab.bpe, "
@@ -126,11 +133,36 @@ def load_file(path: str | os.PathLike, *, device: str = "cpu", encoding: str | N
         from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: PLC0415
 
         return BPETokenizer.from_tiktoken(p, encoding=encoding or _encoding_of(p), device=device)
+    if kind == "sentencepiece":
+        return _sentencepiece_load(p, device)
     if kind == "vocab":
         from triton_textops.ops.wordpiece.tokenizer import BertTokenizer  # noqa: PLC0415
 
         return BertTokenizer.from_pretrained(p, device=device)
     raise ConfigError(f"{p}: {kind}{_FAMILIES}")
+
+
+def _sentencepiece_load(path: Path, device: str) -> Any:
+    """A SentencePiece file's tokenizer; its load errors name the families too."""
+    try:
+        return _sentencepiece().from_file(path, device=device)
+    except ConfigError as e:
+        raise ConfigError(f"{e}{_FAMILIES}") from None
+
+
+def _sentencepiece() -> Any:
+    from triton_textops.ops.sentencepiece.tokenizer import SentencePieceTokenizer  # noqa: PLC0415
+
+    return SentencePieceTokenizer
+
+
+def is_sentencepiece(doc: dict) -> bool:
+    """Whether a BPE tokenizer.json is SentencePiece-style: byte fallback, or no ByteLevel step anywhere (its
+    pieces are characters with U+2581 for spaces, not GPT-2's byte alphabet)."""
+    if doc["model"].get("byte_fallback"):
+        return True
+    steps = json.dumps([doc.get("pre_tokenizer"), doc.get("decoder"), doc.get("normalizer")])
+    return '"ByteLevel"' not in steps and ("Metaspace" in steps or "\u2581" in steps or "▁" in steps)
 
 
 def _encoding_of(path: Path) -> str:
@@ -160,10 +192,11 @@ def _from_tokenizer_json(path: Path, directory: Path, device: str) -> Any:
         from triton_textops.ops.wordpiece.tokenizer import BertTokenizer  # noqa: PLC0415
 
         return BertTokenizer.from_pretrained(path, device=device)
+    if kind == "Unigram" and importlib.util.find_spec("triton_textops.ops.sentencepiece.unigram") is None:
+        raise ConfigError(f"{path}: model.type = 'Unigram' is not loaded yet{_FAMILIES}")
+    if kind == "Unigram" or kind == "BPE" and is_sentencepiece(doc):
+        return _sentencepiece_load(path, device)
     if kind == "BPE":
-        if model.get("byte_fallback"):
-            raise ConfigError(f"{path}: model.byte_fallback = true (SentencePiece-style BPE) is not loaded yet"
-                              f"{_FAMILIES}")
         from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: PLC0415
 
         return BPETokenizer.from_pretrained(directory if path.name == "tokenizer.json" else path, device=device)

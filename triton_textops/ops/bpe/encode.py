@@ -46,6 +46,24 @@ S_NBUF, S_WORK, S_IDS, S_NBUF_READ, S_CACHE = range(5)  # S_CACHE: the merge cac
 # CPU share, whose row ``row`` (the share's; none on the GPU: 0 rows) bpe_text and what it calls use
 
 
+def added_arrays(items: list[tuple[bytes, int, int]]) -> tuple[np.ndarray, ...]:
+    """The adds tuple (host arrays) of the added tokens a kernel matches: (content, id, flags) each."""
+    items = sorted(items, key=lambda x: x[0][0])
+    pool = np.frombuffer(b"".join(c for c, _, _ in items) or b"\0", dtype=np.uint8)
+    off = np.zeros(len(items) + 1, dtype=np.int64)
+    np.cumsum([len(c) for c, _, _ in items], out=off[1:])
+    first = np.zeros(TWO_BITS + 1024, dtype=np.int64)
+    two = np.zeros(1 << 16, dtype=bool)  # (TWO_BITS)
+    for c, _, f in items:
+        first[c[0] + 1:257] += 1
+        first[258 if f & F_NORMALIZED else 257] += 1
+        two[(c[0] << 8) | c[1] if len(c) > 1 else slice(c[0] << 8, (c[0] + 1) << 8)] = True
+    first[TWO_BITS:] = np.packbits(two, bitorder="little").view("<i8")  # (word w, bit i: the pair w * 64 + i;
+    # packing a reversed view by rows was most of a new tokenizer's first call)
+    return (pool, off, np.array([i for _, i, _ in items] or [0], dtype=np.int64),
+            np.array([f for _, _, f in items] or [0], dtype=np.int64), first)
+
+
 @K.device
 def match_at(buf, pos, end, adds, normalized):
     """Leftmost-longest added token of the set ``normalized`` (0: matched in the raw text, F_NORMALIZED: after

@@ -257,6 +257,19 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
             rk[base + k] = v >> 32
             hp[base + k] = v & 0xFFFFFFFF  # the short path keeps each pair's result (the heap path reuses this row)
     rk[base + n - 1] = NO_PAIR
+    return merge_symbols(buf, lo, n, voc, work, base, out, o)
+
+
+@K.device(inline=True)
+def merge_symbols(buf, lo, n, voc, work, base, out, o):
+    """Merge the ``n`` symbols of a piece laid out in ``work`` (columns ``base ..``: symbol ids, next = k + 1, the
+    rank of each symbol's pair with its right neighbour (NO_PAIR for the last) and, on the short path, the pair's
+    result in the heap row) and write the ids to ``out[o:]``; returns the new ``o``. Shared by byte-level BPE
+    (:func:`bpe_piece`) and SentencePiece BPE, whose symbols are characters and byte-fallback bytes."""
+    sym = work[0]
+    nxt = work[1]
+    rk = work[2]
+    hp = work[3]
     if n <= SHORT:
         while True:
             best = NO_PAIR

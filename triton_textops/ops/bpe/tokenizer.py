@@ -27,7 +27,7 @@ from triton_textops.ops.bpe.encode import (
     F_NORMALIZED,
     F_RSTRIP,
     F_SINGLE_WORD,
-    TWO_BITS,
+    added_arrays,
     encode_kernels,
 )
 from triton_textops.ops.bpe.limits import limits_array, plan_limits
@@ -195,21 +195,7 @@ class BPETokenizer(Placed):
                 f |= (F_NORMALIZED if a.normalized and self._match_all else 0) | (F_LSTRIP if a.lstrip else 0) \
                     | (F_RSTRIP if a.rstrip else 0) | (F_SINGLE_WORD if a.single_word else 0)
                 items.append((_nfc_pattern(a.content) if f & F_NORMALIZED and self.spec.nfc else a.content, a.id, f))
-        items.sort(key=lambda x: x[0][0])
-        pool = np.frombuffer(b"".join(c for c, _, _ in items) or b"\0", dtype=np.uint8)
-        off = np.zeros(len(items) + 1, dtype=np.int64)
-        np.cumsum([len(c) for c, _, _ in items], out=off[1:])
-        first = np.zeros(TWO_BITS + 1024, dtype=np.int64)
-        two = np.zeros(1 << 16, dtype=bool)  # (encode.TWO_BITS)
-        for c, _, f in items:
-            first[c[0] + 1:257] += 1
-            first[258 if f & F_NORMALIZED else 257] += 1
-            two[(c[0] << 8) | c[1] if len(c) > 1 else slice(c[0] << 8, (c[0] + 1) << 8)] = True
-        first[TWO_BITS:] = np.packbits(two, bitorder="little").view("<i8")  # (word w, bit i: the pair w * 64 + i;
-        # packing a reversed view by rows was most of a new tokenizer's first call)
-        got = tuple(K.to_device(a, self.target, self.xp) for a in (
-            pool, off, np.array([i for _, i, _ in items] or [0], dtype=np.int64),
-            np.array([f for _, _, f in items] or [0], dtype=np.int64), first))
+        got = tuple(K.to_device(a, self.target, self.xp) for a in added_arrays(items))
         if len(self._adds) < 16:
             self._adds[key] = got
         return got

@@ -25,13 +25,16 @@ def binary_kind(head: bytes) -> str | None:
 
 def sniff(head: bytes) -> str:
     """What the first bytes of a tokenizer file look like: "json", "tiktoken" (``base64 rank`` lines), "vocab"
-    (one token per line), or a sentence saying what it is instead."""
+    (one token per line), "sentencepiece" (a binary protobuf: a ``.model``'s ModelProto), or a sentence saying what
+    it is instead."""
     if not head:
         return "the file is empty"
     lead = head.lstrip()
     if lead[:1] == b"{" or (lead[:1] == b"[" and lead[1:].lstrip()[:1] in (b"[", b"{", b'"', b"]")):
         return "json"  # (a vocab.txt may start with "[PAD]")
     binary = binary_kind(head)
+    if binary is not None and head[:1] == b"\x0a":
+        return "sentencepiece"
     if binary is not None:
         return f"{binary}, not a tokenizer file this package reads yet"
     lines = [ln for ln in head.split(b"\n")[:64] if ln.strip()]

@@ -1,0 +1,1 @@
+"""SentencePiece tokenizers: BPE with byte fallback and Unigram."""

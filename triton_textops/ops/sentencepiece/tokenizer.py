@@ -1,0 +1,405 @@
+""":class:`SentencePieceTokenizer`: SentencePiece BPE with byte fallback (and, through the model slot, Unigram) from
+an HF ``tokenizer.json`` or a sentencepiece ``.model``, exact to HF tokenizers / sentencepiece, on the CPU or the
+GPU from one source.
+
+``encode`` gives ragged ids (two launches: the encode kernel, the compaction; one device-to-host copy: the counts),
+``encode_rows`` padded rows + mask (one launch, one copy: the statuses), ``decode`` each text.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from triton_textops.errors import ConfigError, InputError
+from triton_textops.ops.bpe.encode import (
+    COMPACT,
+    F_DISALLOWED,
+    F_LSTRIP,
+    F_MATCH,
+    F_NORMALIZED,
+    F_RSTRIP,
+    F_SINGLE_WORD,
+    added_arrays,
+)
+from triton_textops.ops.bpe.limits import limits_array, plan_limits
+from triton_textops.ops.bpe.merge import CACHE_SHAPE, N_WORK_ROWS
+from triton_textops.ops.bpe.pretok import class_tables
+from triton_textops.ops.bpe.tokenizer import _key, _names, _thread_cache
+from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.args import allocate, check_bool, check_ids_dtype, check_int
+from triton_textops.ops.core.batch import TextBatch
+from triton_textops.ops.core.decode import decode_batch
+from triton_textops.ops.core.output import Ragged, Rows
+from triton_textops.ops.core.placement import Placed
+from triton_textops.ops.core.rows import window_rows
+from triton_textops.ops.sentencepiece import decode as D
+from triton_textops.ops.sentencepiece import formats as F
+from triton_textops.ops.sentencepiece.encode import encode_kernels
+from triton_textops.ops.sentencepiece.normalize import normalize_texts
+from triton_textops.ops.sentencepiece.unigram import raise_bad
+
+
+def model_tables(spec: F.SPSpec) -> tuple:
+    """The model stage's host tables of ``spec``: the one place the model slot (BPE or Unigram) is chosen, with
+    :func:`~triton_textops.ops.sentencepiece.encode.encode_kernels` (the kernel variant) and :meth:`_cache`."""
+    if spec.model == "unigram":  # (its host tables: ops.sentencepiece.unigram, sentencepiece's or HF's rules)
+        return spec.unigram.host
+    from triton_textops.ops.sentencepiece.bpe import vocab_tables  # noqa: PLC0415
+
+    return vocab_tables(spec)
+
+
+class SentencePieceTokenizer(Placed):
+    """SentencePiece BPE with byte fallback (Llama-2, Mistral, Gemma, Phi-3 style files) and Unigram (T5, XLM-R
+    style files), from tokenizer.json or sentencepiece ``.model`` files; ``device`` "cpu", "cuda" or "auto". Implements the :class:`~triton_textops.ops.tokenizer.Tokenizer`
+    protocol."""
+
+    family = "sentencepiece"
+
+    def __init__(self, spec: F.SPSpec, *, device: str = "cpu") -> None:
+        self.spec = spec
+        self.n_ids = spec.n_ids
+        self._model_host = model_tables(spec)
+        self._encode = encode_kernels(spec.model)
+        self.added = {a.content.decode("utf-8", "surrogateescape"): a for a in spec.added}
+        self._norm_host = spec.normalizer.tables()
+        self._pre_host = spec.pretokenizer.tables()
+        na, nb = spec.normalizer.bound()
+        ga, gb = spec.pretokenizer.growth()
+        self._lay_host = np.array([2 * na + ga * na, 2 * (nb + 1) + ga * (nb + 1) + gb + 1, na, nb + 1, ga * na,
+                                   ga * (nb + 1) + gb + 1], dtype=np.int64)
+        shortest = min((len(a.content) for a in spec.added if a.content), default=0)
+        per = 2 * na + (1 + (2 * nb + shortest - 1) // shortest if shortest else 0) + 1
+        self._ids_per, self._ids_extra = per, 2 * nb + 2
+        self._normalized_added = self._normalize_added()
+        pieces = list(spec.pieces) + [None] * (self.n_ids - len(spec.pieces))
+        if spec.decoder.spm:  # sentencepiece's surfaces: control pieces empty, the unknown piece " \u2047 "
+            types = spec.types + [0] * len(pieces)
+            pieces = ["" if t == F.CONTROL else p for p, t in zip(pieces, types)]
+            if 0 <= spec.unk_id < len(pieces):
+                pieces[spec.unk_id] = " \u2047 "
+        special = np.zeros(self.n_ids, dtype=np.uint8)
+        special[[a.id for a in spec.added if a.special]] = 1
+        dec = spec.decoder
+        self._dec_host, self._is_byte = D.tables(pieces, special, dec.replace, dec.byte_fallback, dec.first_drop,
+                                                 dec.strip_left, F.SPACE if dec.spm_lead else None, dec.spm_lead)
+        self._limits = (spec.truncation, spec.padding) if spec.truncation or spec.padding else None
+        self._set_device(device)
+
+    def _place(self) -> None:
+        t, xp = self.target, self.xp
+
+        def up(x: Any) -> Any:
+            return tuple(up(a) for a in x) if isinstance(x, tuple) else K.to_device(x, t, xp)
+
+        self._mdl = up(self._model_host)
+        self._ntab = up(self._norm_host)
+        self._ptab = up(self._pre_host)
+        self._ctab = class_tables(t, xp)
+        self._lay = K.to_device(self._lay_host, t, xp)
+        self._dec = up(self._dec_host)
+        self._lim = K.to_device(limits_array(self.spec.truncation, self.spec.padding), t, xp)
+        self._no_drop = K.to_device(np.zeros(1, dtype=np.int64), t, xp)
+        self._opts: dict[Any, tuple] = {}
+        self._tls = threading.local()
+
+    # ------------------------------------------------------------------------------------- loading
+
+    @classmethod
+    def from_pretrained(cls, directory: str | os.PathLike, *, device: str = "cpu") -> SentencePieceTokenizer:
+        """A directory's ``tokenizer.json``, else its ``tokenizer.model`` (+ ``tokenizer_config.json``: its
+        ``add_bos_token`` / ``add_eos_token``, as transformers' slow tokenizer adds them)."""
+        d = Path(directory)
+        if d.is_file():
+            return cls.from_file(d, device=device)
+        if (d / "tokenizer.json").is_file():
+            return cls.from_file(d / "tokenizer.json", device=device)
+        models = sorted(d.glob("*.model"))
+        if len(models) != 1:
+            raise ConfigError(f"{d}: no tokenizer.json and not exactly one .model file")
+        spec = F.read_model_file(models[0])
+        cfg = spec.config
+        if cfg.get("add_bos_token", False) and isinstance(cfg.get("bos_token"), str):
+            spec.prefix = [spec.pieces.index(cfg["bos_token"])]
+        if cfg.get("add_eos_token", False) and isinstance(cfg.get("eos_token"), str):
+            spec.suffix = [spec.pieces.index(cfg["eos_token"])]
+        return cls(spec, device=device)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, *, device: str = "cpu") -> SentencePieceTokenizer:
+        """A SentencePiece ``tokenizer.json`` or a sentencepiece ``.model`` file (exact to
+        ``SentencePieceProcessor.encode``: no BOS / EOS)."""
+        import json  # noqa: PLC0415
+
+        p = Path(path)
+        raw = p.read_bytes()
+        if raw[:1] == b"{":
+            return cls(F.read_tokenizer_json(p, json.loads(raw), p.parent), device=device)
+        return cls(F.read_model_file(p), device=device)
+
+    # ------------------------------------------------------------------------------------- encoding
+
+    def _normalize_added(self) -> dict[int, bytes]:
+        """The normalized form of each ``normalized`` added token (HF matches those after normalizing)."""
+        todo = [a for a in self.spec.added if a.normalized and a.content]
+        if not todo:
+            return {}
+        got = normalize_texts(self.spec.normalizer, [a.content for a in todo])
+        return {id(a): g for a, g in zip(todo, got)}
+
+    def _options(self, add_special_tokens: Any, allowed: Any, disallowed: Any) -> tuple:
+        """(cfg, added-token tables) of these options, built once per hashable set."""
+        key = (type(add_special_tokens), add_special_tokens, _key(allowed), _key(disallowed))
+        got = self._opts.get(key)
+        if got is not None:
+            return got
+        specials = check_bool("add_special_tokens", add_special_tokens)
+        names = set(self.added)
+        allow = names if allowed is None or allowed == "all" else _names("allowed_special", allowed, names)
+        refuse = (names - allow) if disallowed == "all" else _names("disallowed_special", disallowed or (), names)
+        items = []
+        for a in self.spec.added:
+            name = a.content.decode("utf-8", "surrogateescape")
+            f = (F_MATCH if name in allow else 0) | (F_DISALLOWED if name in refuse and name not in allow else 0)
+            content = self._normalized_added.get(id(a), a.content)
+            if f and content:
+                f |= (F_NORMALIZED if a.normalized else 0) | (F_LSTRIP if a.lstrip else 0) \
+                    | (F_RSTRIP if a.rstrip else 0) | (F_SINGLE_WORD if a.single_word else 0)
+                items.append((content, a.id, f))
+        pre, suf = (self.spec.prefix, self.spec.suffix) if specials else ([], [])
+        cfg = np.array([0, self._ids_per, self._ids_extra + len(pre) + len(suf), len(pre), len(suf), *pre, *suf],
+                       dtype=np.int64)
+        got = (K.to_device(cfg, self.target, self.xp),
+               tuple(K.to_device(a, self.target, self.xp) for a in added_arrays(items)), cfg)
+        if len(self._opts) < 16:
+            self._opts[key] = got
+        return got
+
+    def _args(self, batch: TextBatch, add_special_tokens: Any, allowed: Any, disallowed: Any) -> tuple:
+        """The encode kernel's arguments for ``batch`` (the scratch sized from its bytes)."""
+        cfg, adds, cfg_host = self._options(add_special_tokens, allowed, disallowed)
+        lay = self._lay_host
+        nbytes = int(batch.data.shape[0])
+        n = batch.n
+        xp = self.xp
+        bsize = int(lay[0]) * nbytes + int(lay[1]) * n + 1
+        isize = int(cfg_host[1]) * nbytes + int(cfg_host[2]) * n + 1
+        if self.target == "cpu":
+            off = batch.offsets
+            longest = nbytes if n <= 1 else int((off[1:] - off[:-1]).max())
+            wsize = K.get_num_threads() * (int(lay[4]) * max(longest, 0) + int(lay[5])) + 1
+        else:
+            wsize = bsize
+        nbuf = allocate(xp, (bsize,), np.uint8, "the normalized text", filled=False)
+        ids = allocate(xp, (isize,), np.int32, "the ids scratch", filled=False)
+        if self.spec.model == "unigram":  # its work rows (best score, back link) where BPE has its merge cache
+            work = allocate(xp, (1, wsize), np.int32, "the work columns", filled=False)
+            cache = tuple(allocate(xp, (wsize + 1,), dt, "the Unigram work rows", filled=False)
+                          for dt in (np.float64, np.int64))
+        else:
+            work = allocate(xp, (N_WORK_ROWS, wsize), np.int32, "the merge scratch", filled=False)
+            cache = self._cache()
+        return (batch.data, batch.offsets, self._mdl, self._ctab, adds, self._ntab, self._ptab, cfg,
+                (nbuf, work, ids, self._lay, cache))
+
+    def _cache(self) -> tuple:
+        """The calling thread's merge cache (CPU: a row per kernel share; GPU: none)."""
+        got = getattr(self._tls, "cache", None)
+        shares = K.get_num_threads() if self.target == "cpu" else 0
+        if got is None or got[0].shape[0] < shares:
+            got = _thread_cache(self, shares) if shares else \
+                (allocate(self.xp, (0, 1), np.int64, "the merge cache"),
+                 allocate(self.xp, (0, CACHE_SHAPE[2]), np.uint8, "the merge cache"))
+            self._tls.cache = got
+        return got
+
+    def encode(self, texts: Any, *, add_special_tokens: bool = True, allowed_special: Any = None,
+               disallowed_special: Any = (), gpu_min_batch: int | None = None) -> Ragged:
+        """Token ids of each text: exactly HF's ``Tokenizer.encode_batch`` (tokenizer.json; the file's truncation
+        and padding applied) or ``SentencePieceProcessor.encode`` (.model). ``allowed_special``: the added tokens
+        matched in the text (None: all, as HF); ``disallowed_special``: a text with one is an InputError."""
+        return self._encode_batch(texts, add_special_tokens, allowed_special, disallowed_special, gpu_min_batch,
+                                  self._limits)
+
+    def _encode_batch(self, texts: Any, add_special_tokens: Any, allowed: Any, disallowed: Any,
+                      gpu_min_batch: Any, limits: Any) -> Ragged:
+        if self.runs_on_cpu(texts, gpu_min_batch):
+            r = self.on_cpu()._encode_batch(texts, add_special_tokens, allowed, disallowed, None, limits)
+            return Ragged(*K.to_device_many([r.ids, r.offsets], self.target, self.xp))
+        batch = TextBatch.from_texts(texts, self.xp, self.target)
+        args = self._args(batch, add_special_tokens, allowed, disallowed)
+        n = batch.n
+        xp = self.xp
+        cnt = xp.empty(n, dtype=np.int64)
+        if n:
+            K.launch(self.target, self._encode, n, *args, cnt, (xp.empty((2, 0, 0), dtype=np.int64), 0, False, False))
+        host = K.to_host(cnt, self.target)
+        raise_bad(host)
+        drop, cut = self._no_drop, None
+        if limits is not None:
+            npre, nsuf = (len(self.spec.prefix), len(self.spec.suffix)) if add_special_tokens else (0, 0)
+            host, cut = plan_limits(host, npre, nsuf, *limits)
+        off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(host, out=off[1:])
+        if cut is not None and cut.shape[0]:
+            d_off, drop = K.to_device_many([off, cut], self.target, xp)
+        else:
+            d_off = K.to_device(off, self.target, xp)
+        out = xp.empty(int(off[-1]), dtype=np.int64)
+        if n:
+            K.launch(self.target, COMPACT, n, batch.offsets, args[7], args[8][2], cnt, drop, self._lim, d_off, out)
+        return Ragged(out, d_off)
+
+    def encode_rows(self, texts: Any, *, max_length: int | None = None, padding_side: str = "right",
+                    truncation_side: str = "right", stride: int = 0, return_overflowing_tokens: bool = False,
+                    add_special_tokens: bool = True, allowed_special: Any = None, disallowed_special: Any = (),
+                    pad_id: int | None = None, dtype: str = "int64", gpu_min_batch: int | None = None) -> Rows:
+        """Padded rows + attention mask, as :meth:`BPETokenizer.encode_rows
+        <triton_textops.ops.bpe.tokenizer.BPETokenizer.encode_rows>` (the template's specials kept, the content
+        cut on ``truncation_side``; overflowing windows framed on the host)."""
+        for name, v in (("padding_side", padding_side), ("truncation_side", truncation_side)):
+            if v not in ("left", "right"):
+                raise InputError(f"{name} must be 'left' or 'right', got {v!r}")
+        dt = check_ids_dtype(dtype)
+        pad = self.pad_id if pad_id is None else check_int("pad_id", pad_id, -(1 << 31), (1 << 31) - 1)
+        pad = 0 if pad is None else pad
+        specials = check_bool("add_special_tokens", add_special_tokens)
+        pre, suf = (self.spec.prefix, self.spec.suffix) if specials else ([], [])
+        stride = check_int("stride", stride, 0)
+        if check_bool("return_overflowing_tokens", return_overflowing_tokens):
+            if max_length is None:
+                raise InputError("return_overflowing_tokens needs max_length (the windows' length)")
+            width = check_int("max_length", max_length, len(pre) + len(suf) + 1, (1 << 31) - 1)
+            if stride >= width - len(pre) - len(suf):
+                raise InputError(f"stride={stride} must be smaller than the content length per window "
+                                 f"(max_length - special tokens = {width - len(pre) - len(suf)})")
+            r = self._encode_batch(texts, False, allowed_special, disallowed_special, None, None)
+            ids, mask, mapping = window_rows(
+                K.to_host(r.ids, self.target), K.to_host(r.offsets, self.target), width=width, stride=stride,
+                prefix=pre, suffix=suf, pad_id=pad, left_pad=padding_side == "left",
+                left_trunc=truncation_side == "left", dtype=dt.type)
+            return Rows(*K.to_device_many([ids, mask, np.zeros_like(ids), mapping], self.target, self.xp))
+        if max_length is None:
+            r = self._encode_batch(texts, specials, allowed_special, disallowed_special, gpu_min_batch, None)
+            lens = np.diff(K.to_host(r.offsets, self.target))
+            max_length = max(int(lens.max()) if lens.size else 0, len(pre) + len(suf), 1)
+        width = check_int("max_length", max_length, max(len(pre) + len(suf), 1), (1 << 31) - 1)
+        if self.runs_on_cpu(texts, gpu_min_batch):
+            r = self.on_cpu().encode_rows(texts, max_length=width, padding_side=padding_side,
+                                          truncation_side=truncation_side, add_special_tokens=specials,
+                                          allowed_special=allowed_special, disallowed_special=disallowed_special,
+                                          pad_id=pad, dtype=dtype)
+            return Rows(*K.to_device_many([r.input_ids, r.attention_mask], self.target, self.xp))
+        batch = TextBatch.from_texts(texts, self.xp, self.target)
+        args = self._args(batch, specials, allowed_special, disallowed_special)
+        n = batch.n
+        rows = allocate(self.xp, (2, n, width), dt.type, f"max_length={width}: {n} rows of ids and mask")
+        cnt = self.xp.zeros(n, dtype=np.int64)
+        if n:
+            K.launch(self.target, self._encode, n, *args, cnt, (rows, pad, padding_side == "left",
+                                                               truncation_side == "left"))
+        raise_bad(K.to_host(cnt, self.target))
+        return Rows(rows[0], rows[1])
+
+    # ------------------------------------------------------------------------------------- vocabulary
+
+    def _config_id(self, key: str) -> int | None:
+        tok = self.spec.config.get(key)
+        if isinstance(tok, dict):
+            tok = tok.get("content")
+        return self.token_to_id(tok) if isinstance(tok, str) else None
+
+    @property
+    def pad_id(self) -> int | None:
+        """The pad token's id from tokenizer_config.json (``pad_token``), else None (rows pad with 0)."""
+        return self._config_id("pad_token")
+
+    @property
+    def bos_id(self) -> int | None:
+        """tokenizer_config.json's ``bos_token``, else the template's first token, else ``<s>``'s."""
+        got = self._config_id("bos_token")
+        if got is None and self.spec.prefix:
+            got = self.spec.prefix[0]
+        return got if got is not None else self.token_to_id("<s>")
+
+    @property
+    def eos_id(self) -> int | None:
+        """tokenizer_config.json's ``eos_token``, else ``</s>``'s."""
+        got = self._config_id("eos_token")
+        return got if got is not None else self.token_to_id("</s>")
+
+    @property
+    def unk_id(self) -> int | None:
+        """The model's unknown id (None: it has none)."""
+        return self.spec.unk_id if self.spec.unk_id >= 0 else None
+
+    @property
+    def vocab_size(self) -> int:
+        """Distinct ids, added tokens included (HF's ``get_vocab_size(True)``)."""
+        return len({i for i, p in enumerate(self.spec.pieces) if p is not None} | {a.id for a in self.spec.added})
+
+    def token_to_id(self, token: str | bytes) -> int | None:
+        """The id of a piece or an added token's content (str or UTF-8 bytes); None when there is none."""
+        if isinstance(token, bytes):
+            token = token.decode("utf-8", "surrogateescape")
+        if not isinstance(token, str):
+            raise InputError(f"token must be str or bytes, got {type(token).__name__}")
+        a = self.added.get(token)
+        if a is not None:
+            return a.id
+        got = self.spec.vocab.get(token.encode("utf-8", "surrogateescape"))
+        if got is None and token in self.spec.pieces:
+            got = self.spec.pieces.index(token)
+        return got
+
+    def id_to_token(self, i: int) -> str | None:
+        """The piece (or added token) of id ``i``; None for an id the tokenizer does not have."""
+        i = check_int("id", i)
+        return self.spec.pieces[i] if 0 <= i < len(self.spec.pieces) else None
+
+    # ------------------------------------------------------------------------------------- decoding
+
+    def decode(self, ids: Any, offsets: Any, *, skip_special_tokens: bool = False,
+               errors: str | None = "strict") -> list[bytes] | list[str]:
+        """Each text of ``ids`` (flat, ``offsets`` n+1): ``errors="strict"`` (an InputError for a row whose bytes
+        are not UTF-8), ``"replace"`` (U+FFFD as the reference's decoder writes them: HF's ByteFallback, or
+        sentencepiece's for a .model), or None: the raw bytes."""
+        got = decode_batch(self, SP_DECODE, self._dec, ids, offsets, skip_special_tokens,
+                           "strict" if errors == "strict" else None, f"0 .. {self.n_ids - 1}")
+        if errors != "replace":
+            return got
+        out = []
+        for r, b in enumerate(got):
+            try:
+                out.append(b.decode("utf-8"))
+            except UnicodeDecodeError:
+                out.append(self._replace_row(ids, offsets, r, skip_special_tokens))
+        return out
+
+    def _replace_row(self, ids: Any, offsets: Any, r: int, skip: bool) -> str:
+        """Row ``r`` decoded with the reference's U+FFFD rule (a row that is not UTF-8: rare, on the host)."""
+        host_ids = np.asarray(K.to_host(self.xp.asarray(ids).reshape(-1), self.target), dtype=np.int64)
+        host_off = np.asarray(K.to_host(self.xp.asarray(offsets).reshape(-1), self.target), dtype=np.int64)
+        pool, off, special, fpool, foff, strip = self._dec_host
+        pieces, from_byte = [], []
+        strip_left, mode, took = int(strip[0]), int(strip[1]), False
+        for i in host_ids[host_off[r]:host_off[r + 1]]:
+            if skip and special[i]:
+                continue
+            use = not pieces if mode == 0 else not any(pieces) and not took
+            src, o = (fpool, foff) if use else (pool, off)
+            took = took or use and mode == 2 and foff[i + 1] - foff[i] != off[i + 1] - off[i]
+            b = src[o[i]:o[i + 1]].tobytes()
+            while strip_left and not any(pieces) and b[:1] == b" ":
+                b, strip_left = b[1:], strip_left - 1
+            pieces.append(b)
+            from_byte.append(self._is_byte[i])
+        return D.replace_invalid(pieces, from_byte, self.spec.decoder.spm)
+
+
+SP_DECODE = (D.SP_DECODE_COUNT, D.SP_DECODE_WRITE)
