@@ -25,7 +25,8 @@ from triton_textops.ops.core.files import check_text
 from triton_textops.ops.core.hf_json import AddedToken, Padding, Truncation, padding, read_config, truncation
 
 # ------------------------------------------------------------------------------------------- patterns
-GPT2, CL100K, QWEN2, O200K, WHOLE = range(5)  # pre-tokenizer families (WHOLE: a segment is one pre-token)
+GPT2, CL100K, QWEN2, O200K, WHOLE, REGEX = range(6)  # pre-tokenizer families (WHOLE: a segment is one pre-token;
+# REGEX: the compiled regex engine, ops/bpe/regex, over ``BPESpec.splits``)
 _O200K = "|".join([
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
@@ -104,6 +105,8 @@ class BPESpec:
     match_added: bool = False  # added tokens are matched by default (HF's encode); rank files: only those allowed
     truncation: Truncation | None = None  # tokenizer.json's, which HF's encode applies (ops.bpe.limits)
     padding: Padding | None = None
+    splits: list[tuple[str, str, bool]] = field(default_factory=list)  # REGEX: (pattern, behaviour, invert) levels
+    flavor: str = "onig"  # the engine whose regex semantics the splits follow (onig: HF; fancy: tiktoken)
 
     @property
     def n_ids(self) -> int:
@@ -283,7 +286,14 @@ def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool =
     raw_merges = model.get("merges") or []
     merges = [_merge_pair(m.split(" ") if isinstance(m, str) else list(m), where, n)
               for n, m in enumerate(raw_merges, 1)]
-    family, prefix_space = _pre_tokenizer(doc.get("pre_tokenizer"), refuse)
+    splits: list = []
+    try:  # a pattern of the hand-written scanners, else the compiled regex engine
+        family, prefix_space = _pre_tokenizer(doc.get("pre_tokenizer"), refuse)
+    except ValueError:
+        from triton_textops.ops.bpe.regex.hf import split_levels  # noqa: PLC0415 (regex imports the kernels)
+
+        splits, prefix_space = split_levels(doc.get("pre_tokenizer"), refuse)
+        family = REGEX if splits else WHOLE
     norm = doc.get("normalizer")
     nfc = False
     if norm is not None:
@@ -296,7 +306,7 @@ def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool =
         refuse("decoder", dec, "is not supported (ByteLevel or none)")
     str_vocab = model.get("vocab") or {}
     spec = BPESpec(vocab, merges, family, bool(model.get("ignore_merges", False)), nfc=nfc,
-                   add_prefix_space=prefix_space, source=where, match_added=True)
+                   add_prefix_space=prefix_space, source=where, match_added=True, splits=splits)
     for content, tid, flags in _hf_added_ids(doc.get("added_tokens") or [], str_vocab, where):
         spec.added.append(AddedToken(content.encode(), tid, *flags))
         if str_vocab.get(content) is None:  # HF decodes an added token by its text through the ByteLevel decoder
@@ -332,8 +342,9 @@ def _pre_tokenizer(pre: Any, refuse: Any) -> tuple[int, bool]:
             if pat not in PATTERNS:
                 refuse(f"{name}.pattern", step.get("pattern"), "is not a known pattern (GPT-2, cl100k/Llama-3, "
                        "Qwen2, o200k: the exact strings)")
-            if step.get("behavior") != "Isolated" or step.get("invert", False):
-                refuse(f"{name}.behavior", [step.get("behavior"), step.get("invert")], "is not supported (Isolated)")
+            if step.get("behavior") != "Isolated" and (step.get("behavior"), step.get("invert")) != ("Removed", True):
+                refuse(f"{name}.behavior", [step.get("behavior"), step.get("invert")], "is not supported (Isolated; "
+                       "Removed with invert: the same pieces, as these patterns match every character)")
             family = PATTERNS[pat]
         else:
             refuse(name, step, "is not supported (ByteLevel, or Split(Regex) then ByteLevel)")

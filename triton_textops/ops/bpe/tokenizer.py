@@ -34,6 +34,7 @@ from triton_textops.ops.bpe.limits import limits_array, plan_limits
 from triton_textops.ops.bpe.merge import CACHE_HEAD, CACHE_SHAPE, N_WORK_ROWS, Vocab
 from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_normalize, nfc_tables
 from triton_textops.ops.bpe.pretok import class_tables
+from triton_textops.ops.bpe.regex import RegexSplitter
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.args import allocate, check_bool, check_ids_dtype, check_int
 from triton_textops.ops.core.batch import TextBatch
@@ -110,9 +111,12 @@ class BPETokenizer(Placed):
         self.mult = NFC_EXPAND if spec.nfc else 1
         self.mult += (NFC_EXPAND if spec.nfc else 1) + 1 if spec.add_prefix_space else 0
         self._encode = encode_kernels(spec.family, spec.nfc, spec.merges is None)
+        self.splitter = RegexSplitter(spec.splits, spec.flavor) if spec.family == F.REGEX else None
+        self._rx_extra = self.splitter.columns if self.splitter else 0  # its state: merge work columns per text
         self._limits = (spec.truncation, spec.padding) if spec.truncation or spec.padding else None
         self._cfg_host = np.array([int(spec.add_prefix_space), self.mult,
-                                   1 + len(spec.prefix) + len(spec.suffix), len(spec.prefix), len(spec.suffix)]
+                                   1 + self._rx_extra + len(spec.prefix) + len(spec.suffix), len(spec.prefix),
+                                   len(spec.suffix)]
                                   + spec.prefix + spec.suffix, dtype=np.int64)
         self._set_device(device)
         if self.target == "cpu":  # the default options' tables, and the loading thread's merge cache and one-text
@@ -123,6 +127,8 @@ class BPETokenizer(Placed):
         t, xp = self.target, self.xp
         self._voc = self.tables.on(t, xp)
         self._ctab = class_tables(t, xp)
+        if self.splitter is not None:
+            self._ctab += tuple(K.to_device(a, t, xp) for a in self.splitter.tables())
         self._ntab = nfc_tables(t, xp)
         self._dec = tuple(K.to_device(a, t, xp) for a in self._dec_host)
         self._cfg = K.to_device(self._cfg_host, t, xp)
@@ -266,8 +272,8 @@ class BPETokenizer(Placed):
         specials = check_bool("add_special_tokens", add_special_tokens)
         cfg = self._cfg
         if not specials and (self.spec.prefix or self.spec.suffix):
-            cfg = K.to_device(np.concatenate([self._cfg_host[:2], [1, 0, 0]]), self.target, self.xp)
-        extra = 1 + (len(self.spec.prefix) + len(self.spec.suffix) if specials else 0)
+            cfg = K.to_device(np.concatenate([self._cfg_host[:2], [1 + self._rx_extra, 0, 0]]), self.target, self.xp)
+        extra = 1 + self._rx_extra + (len(self.spec.prefix) + len(self.spec.suffix) if specials else 0)
         return cfg, self._added_tables(allowed, disallowed), extra
 
     def _scratch(self, size: int, wsize: int) -> tuple[Any, Any, Any]:
