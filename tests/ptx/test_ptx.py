@@ -150,6 +150,14 @@ def _exercise() -> None:
         BPETokenizer.from_tiktoken(os.path.join(BPE_DIR, name + ".tiktoken"), encoding=name).encode(texts)
     BPETokenizer.from_gpt2_files(os.path.join(BPE_DIR, "encoder.json"), os.path.join(BPE_DIR, "vocab.bpe")).encode(
         texts)
+    from triton_textops.ops.bpe.regex import BYTE_LEVEL_PATTERN, RegexSplitter  # noqa: PLC0415
+
+    RegexSplitter([(r"\p{N}{1,3}", "MergedWithNext", False), (BYTE_LEVEL_PATTERN, "Isolated", False)],
+                  "onig").pre_tokenize(texts)  # bpe.regex.match.PIECES
+    rx = BPETokenizer.from_tiktoken(BPE_VOCAB, pattern=r"\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
+                                    special_tokens={"<s>": 160000})  # the regex encode variant (a file's own pattern)
+    rx.encode(texts)
+    rx.encode_rows(texts, max_length=16)
     from triton_textops.ops.bpe.nfc import nfc_normalize  # noqa: PLC0415
 
     nfc_normalize(texts)  # bpe.nfc.NFC_KERNEL (the tests' and the table generator's host aid)

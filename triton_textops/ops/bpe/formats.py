@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from triton_textops.errors import ConfigError
 from triton_textops.ops.core.files import check_text
 from triton_textops.ops.core.hf_json import AddedToken, Padding, Truncation, padding, read_config, truncation
 
@@ -54,6 +55,9 @@ ENCODINGS: dict[str, tuple[int, dict[str, int], bool]] = {
     "qwen2": (QWEN2, {t: 151643 + i for i, t in enumerate(
         (_ENDOFTEXT, "<|im_start|>", "<|im_end|>") + tuple(f"<|extra_{i}|>" for i in range(205)))}, True),
 }
+
+RANK_COUNTS = {"gpt2": 50256, "r50k_base": 50256, "p50k_base": 50280, "cl100k_base": 100256, "o200k_base": 199998,
+               "qwen2": 151643}  # the ranks 0 .. n - 1 of each named encoding's file (tiktoken's explicit_n_vocab)
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -159,6 +163,10 @@ def read_tiktoken(path: str | os.PathLike, encoding: str) -> BPESpec:
         except ValueError:
             raise ValueError(f"{path}: line {n} is not 'base64(token) rank'") from None
     _check_bytes(vocab, path)
+    n = RANK_COUNTS[encoding]
+    if len(vocab) != n or set(vocab.values()) != set(range(n)):
+        raise ConfigError(f"{path}: {len(vocab)} ranks (0 .. {max(vocab.values())}), but encoding {encoding!r} has the "
+                          f"ranks 0 .. {n - 1}: a file of its own (load it with pattern= and special_tokens=)")
     clash = sorted(i for i in specials.values() if i in set(vocab.values()))
     if clash:
         raise ValueError(f"{path}: special token ids {clash[:5]} of encoding {encoding!r} are ranks of the file: "

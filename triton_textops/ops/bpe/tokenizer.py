@@ -34,6 +34,7 @@ from triton_textops.ops.bpe.limits import limits_array, plan_limits
 from triton_textops.ops.bpe.merge import CACHE_HEAD, CACHE_SHAPE, N_WORK_ROWS, Vocab
 from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_normalize, nfc_tables
 from triton_textops.ops.bpe.pretok import class_tables
+from triton_textops.ops.bpe.rankfiles import read_rank_file, read_tekken
 from triton_textops.ops.bpe.regex import RegexSplitter
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.args import allocate, check_bool, check_ids_dtype, check_int
@@ -143,10 +144,27 @@ class BPETokenizer(Placed):
     # ------------------------------------------------------------------------------------- loading
 
     @classmethod
-    def from_tiktoken(cls, path: str | os.PathLike, *, encoding: str, device: str = "cpu") -> BPETokenizer:
-        """A tiktoken ``.tiktoken`` rank file with the named encoding's pattern and specials (``gpt2``,
-        ``r50k_base``, ``p50k_base``, ``cl100k_base``, ``o200k_base``, ``qwen2``)."""
+    def from_tiktoken(cls, path: str | os.PathLike, *, encoding: str | None = None, pattern: str | None = None,
+                      special_tokens: dict[str, int] | None = None, device: str = "cpu") -> BPETokenizer:
+        """A tiktoken ``.tiktoken`` rank file: with a named encoding's pattern and specials (``gpt2``,
+        ``r50k_base``, ``p50k_base``, ``cl100k_base``, ``o200k_base``, ``qwen2``; the file must have exactly that
+        encoding's ranks), or with its own ``pattern`` (fancy-regex, as tiktoken reads it) and ``special_tokens``
+        (name -> id), as ``tiktoken.Encoding(pat_str=..., special_tokens=...)``."""
+        if pattern is not None:
+            if encoding is not None:
+                raise ConfigError("from_tiktoken: pass encoding= or pattern= (with special_tokens=), not both")
+            return cls(read_rank_file(path, pattern=pattern, special_tokens=special_tokens), device=device)
+        if encoding is None:
+            raise ConfigError("from_tiktoken: pass encoding= (a tiktoken encoding name) or pattern=")
+        if special_tokens is not None:
+            raise ConfigError("from_tiktoken: special_tokens= goes with pattern= (a named encoding has its own)")
         return cls(F.read_tiktoken(path, encoding), device=device)
+
+    @classmethod
+    def from_tekken(cls, path: str | os.PathLike, *, device: str = "cpu") -> BPETokenizer:
+        """A Mistral Tekken ``.json`` file, as mistral-common's ``Tekkenizer`` encodes (no BOS / EOS: the
+        specials are ids 0 .. n - 1, never matched in text unless allowed)."""
+        return cls(read_tekken(path), device=device)
 
     @classmethod
     def from_pretrained(cls, directory: str | os.PathLike, *, device: str = "cpu") -> BPETokenizer:
