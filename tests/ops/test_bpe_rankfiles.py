@@ -89,7 +89,7 @@ def test_tekken_as_mistral_common(name: str) -> None:
     texts = TEXTS + MULTILINGUAL + SAMPLED_CODE_POINTS + ["[INST] hi [/INST]</s><s>", "<unk><pad>[IMG]"]
     got = ours.encode(texts).tolist()
     assert [t[:40] for t, g in zip(texts, got) if g != ref.encode(t, bos=False, eos=False)] == []
-    assert ours.token_to_id("[INST]") == ref.get_control_token("[INST]")
+    assert ours.token_to_id("[INST]") == ref.get_special_token("[INST]")
     assert ours.token_to_id("</s>") == ref.eos_id and ours.token_to_id("<s>") == ref.bos_id
     assert ours.vocab_size == ref.n_words
     r = ours.encode(texts[:50])

@@ -262,8 +262,9 @@ class _Compiler:
         masks = np.zeros(N_CP, dtype=np.int64)
         for k, m in enumerate(self.sets):
             masks[m] |= np.int64(1) << np.int64(k)
-        blocks = masks.reshape(-1, 256)
-        uniq, blk = np.unique(blocks, axis=0, return_inverse=True)
+        rows = np.ascontiguousarray(masks.reshape(-1, 256)).view(np.dtype((np.void, 256 * 8))).reshape(-1)
+        _, first, blk = np.unique(rows, return_index=True, return_inverse=True)  # (blocks as one key each)
+        uniq = masks.reshape(-1, 256)[first]
         looks = np.array(self.looks or [[0] * (2 + LOOK_MAX)], dtype=np.int32)
         return Program(np.array(self.insts, dtype=np.int32), looks, blk.reshape(-1).astype(np.int32),
                        uniq.reshape(-1).astype(np.int64), entries)
