@@ -100,9 +100,10 @@ def discover() -> dict[str, K._LazyGpu]:
     # the BPE encode kernel is made per format (its scanner, NFC or not, a rank file's pair rule: kernels.variant):
     # those _exercise() runs (GPT-2's files: HF merges; the others rank files)
     from triton_textops.ops.bpe.encode import encode_kernels  # noqa: PLC0415
-    from triton_textops.ops.bpe.formats import CL100K, GPT2, O200K, QWEN2  # noqa: PLC0415
+    from triton_textops.ops.bpe.formats import CL100K, GPT2, O200K, QWEN2, REGEX  # noqa: PLC0415
 
-    for family, nfc, ranked in ((GPT2, False, False), (CL100K, False, True), (QWEN2, True, True), (O200K, False, True)):
+    for family, nfc, ranked in ((GPT2, False, False), (CL100K, False, True), (QWEN2, True, True), (O200K, False, True),
+                                (REGEX, False, True)):
         encode_kernels(family, nfc, ranked)
     for name, pair in K.VARIANTS.items():
         found.setdefault(id(pair[1]), (name.removeprefix(ops.__name__ + "."), pair[1]))

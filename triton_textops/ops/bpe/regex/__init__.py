@@ -45,15 +45,14 @@ class RegexSplitter:
         p = self.program
         return p.insts, p.looks, p.blk, p.cmask, self.level_table
 
-    def pre_tokenize(self, texts: list[str] | list[bytes], target: str = "cpu", xp: Any = np) -> list[list[tuple[int, int]]]:
-        """Each text's pieces as (start, end) byte offsets, on ``target`` (tests; the encoders call the matcher
-        from their own kernels)."""
+    def piece_arrays(self, texts: list[str] | list[bytes], target: str = "cpu", xp: Any = np) -> tuple[np.ndarray, ...]:
+        """(starts, ends, per-text counts) of the texts' pieces, byte offsets within each text, int64 host arrays
+        (the pieces of text t: ``counts[:t].sum()`` on), on ``target``."""
         from triton_textops.ops.bpe.pretok import class_tables  # noqa: PLC0415 (pretok imports the BPE formats)
 
         raw = [t.encode() if isinstance(t, str) else bytes(t) for t in texts]
-        for k, b in enumerate(raw):
+        for b in raw:
             b.decode("utf-8")  # (the kernel takes valid UTF-8: a UnicodeDecodeError names the text)
-            del k
         data = np.frombuffer(b"".join(raw) or b"\0", dtype=np.uint8).copy()
         offsets = np.zeros(len(raw) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in raw], out=offsets[1:])
@@ -65,6 +64,15 @@ class RegexSplitter:
         d_data, d_off = (K.to_device(a, target, xp) for a in (data, offsets))
         if n:
             K.launch(target, PIECES, n, d_data, d_off, ctab, work, out, cnt)
-        out, cnt = K.to_host(out, target), K.to_host(cnt, target)
-        return [[(int(out[0, offsets[t] + j] - offsets[t]), int(out[1, offsets[t] + j] - offsets[t]))
-                 for j in range(int(cnt[t]))] for t in range(n)]
+        out, cnt = K.to_host(out, target), K.to_host(cnt, target)[:n]
+        rows = np.concatenate([np.arange(offsets[t], offsets[t] + cnt[t]) for t in range(n)] or [np.zeros(0, int)])
+        base = np.repeat(offsets[:-1], cnt)
+        return out[0, rows] - base, out[1, rows] - base, cnt
+
+    def pre_tokenize(self, texts: list[str] | list[bytes], target: str = "cpu", xp: Any = np) -> list[list[tuple[int, int]]]:
+        """Each text's pieces as (start, end) byte offsets, on ``target`` (tests; the encoders call the matcher
+        from their own kernels)."""
+        starts, ends, cnt = self.piece_arrays(texts, target, xp)
+        at = np.concatenate([[0], np.cumsum(cnt)])
+        pairs = list(zip(starts.tolist(), ends.tolist()))
+        return [pairs[at[t]:at[t + 1]] for t in range(len(cnt))]

@@ -55,25 +55,25 @@ def vm_columns(n_insts):
 
 
 @K.device(inline=True)
-def set_bits(buf, p, hi, ctab):
+def rx_set_bits(buf, p, hi, ctab):
     """(set mask, byte length) of the character at ``buf[p]`` (``p < hi``)."""
     cp, n = cp_at(buf, p, hi)
     return ctab[CT_CMASK][np.int64(ctab[CT_BLK][cp >> 8]) * 256 + (cp & 255)], n
 
 
 @K.device(inline=True)
-def bits_before(buf, lo, p, hi, ctab):
+def rx_bits_before(buf, lo, p, hi, ctab):
     """The set mask of the character that ends at ``buf[p]`` (0 at ``lo``)."""
     if p <= lo:
         return np.int64(0)
     j = p - 1
     while j > lo and (buf[j] & 0xC0) == 0x80:
         j -= 1
-    return set_bits(buf, j, hi, ctab)[0]
+    return rx_set_bits(buf, j, hi, ctab)[0]
 
 
 @K.device(inline=True)
-def has_bit(mask, k):
+def rx_has_bit(mask, k):
     return ((mask >> np.int64(k)) & np.int64(1)) != 0
 
 
@@ -98,17 +98,17 @@ def rx_assert(buf, lo, hi, p, kind, b, ctab):
             if q >= hi:
                 ok = False
                 break
-            m, n = set_bits(buf, q, hi, ctab)
-            if not has_bit(m, looks[b, 2 + j]):
+            m, n = rx_set_bits(buf, q, hi, ctab)
+            if not rx_has_bit(m, looks[b, 2 + j]):
                 ok = False
                 break
             q += n
         return ok if kind == A_LOOK else not ok
     if kind == A_BEHIND or kind == A_NBEHIND:
-        ok = has_bit(bits_before(buf, lo, p, hi, ctab), b)
+        ok = rx_has_bit(rx_bits_before(buf, lo, p, hi, ctab), b)
         return ok if kind == A_BEHIND else not ok
-    after = p < hi and has_bit(set_bits(buf, p, hi, ctab)[0], b)  # word boundaries
-    edge = has_bit(bits_before(buf, lo, p, hi, ctab), b) != after
+    after = p < hi and rx_has_bit(rx_set_bits(buf, p, hi, ctab)[0], b)  # word boundaries
+    edge = rx_has_bit(rx_bits_before(buf, lo, p, hi, ctab), b) != after
     return edge if kind == A_WORD else not edge
 
 
@@ -176,7 +176,7 @@ def rx_search(buf, lo, hi, frm, entry, ctab, work, col, stamp):
                     me = p
                     break
             break
-        mask, n = set_bits(buf, p, hi, ctab)
+        mask, n = rx_set_bits(buf, p, hi, ctab)
         stamp += 1
         nxt = 2 - cur
         nn = 0
@@ -186,7 +186,7 @@ def rx_search(buf, lo, hi, frm, entry, ctab, work, col, stamp):
                 ms = work[cur + 1, col + k] + lo
                 me = p
                 break
-            if has_bit(mask, insts[pc, 1]):
+            if rx_has_bit(mask, insts[pc, 1]):
                 nn = rx_add(buf, lo, hi, p + n, ctab, work, col, nxt, nn, pc + 1, work[cur + 1, col + k] + lo, stamp)
         cur = nxt
         nc = nn
@@ -197,52 +197,52 @@ def rx_search(buf, lo, hi, frm, entry, ctab, work, col, stamp):
 
 
 @K.device(inline=True)
-def get(work, wb, k, f):
+def rx_get(work, wb, k, f):
     return np.int64(work[f % 6, wb + 2 * k + f // 6])
 
 
 @K.device(inline=True)
-def put(work, wb, k, f, v):
+def rx_put(work, wb, k, f, v):
     work[f % 6, wb + 2 * k + f // 6] = v
 
 
 @K.device
-def next_raw(buf, i0, k, ctab, work, wb, stamp):
+def rx_next_raw(buf, i0, k, ctab, work, wb, stamp):
     """Level ``k``'s next segment of its piece: (got, start, end, is a match (``invert`` applied), stamp);
     positions relative to ``i0``. The matches alternate with the text between them."""
-    cur = get(work, wb, k, F_CUR)
-    hi = get(work, wb, k, F_HI)
+    cur = rx_get(work, wb, k, F_CUR)
+    hi = rx_get(work, wb, k, F_HI)
     if cur >= hi:
         return False, 0, 0, False, stamp
-    ms = get(work, wb, k, F_MS)
+    ms = rx_get(work, wb, k, F_MS)
     if ms < cur:
-        lo = get(work, wb, k, F_LO)
+        lo = rx_get(work, wb, k, F_LO)
         a, b, stamp = rx_search(buf, i0 + lo, i0 + hi, i0 + cur, ctab[CT_LEVELS][k, 0], ctab, work, wb + 2 * MAX_LEVELS,
                                 stamp)
         ms, me = (a - i0, b - i0) if a >= 0 else (hi, hi)
-        put(work, wb, k, F_MS, ms)
-        put(work, wb, k, F_ME, me)
+        rx_put(work, wb, k, F_MS, ms)
+        rx_put(work, wb, k, F_ME, me)
     inv = ctab[CT_LEVELS][k, 2] != 0
     if cur < ms:
-        put(work, wb, k, F_CUR, ms)
+        rx_put(work, wb, k, F_CUR, ms)
         return True, cur, ms, inv, stamp
-    me = get(work, wb, k, F_ME)
-    put(work, wb, k, F_CUR, me)
-    put(work, wb, k, F_MS, -1)
+    me = rx_get(work, wb, k, F_ME)
+    rx_put(work, wb, k, F_CUR, me)
+    rx_put(work, wb, k, F_MS, -1)
     return True, cur, me, not inv, stamp
 
 
 @K.device
-def next_piece(buf, i0, k, ctab, work, wb, stamp):
+def rx_next_piece(buf, i0, k, ctab, work, wb, stamp):
     """Level ``k``'s next piece (HF's ``Split`` behaviours, folded lazily): (got, start, end, stamp)."""
     how = ctab[CT_LEVELS][k, 1]
     while True:
-        got, a, b, m, stamp = next_raw(buf, i0, k, ctab, work, wb, stamp)
-        has = get(work, wb, k, F_HAS) != 0
+        got, a, b, m, stamp = rx_next_raw(buf, i0, k, ctab, work, wb, stamp)
+        has = rx_get(work, wb, k, F_HAS) != 0
         if not got:
             if has:
-                put(work, wb, k, F_HAS, 0)
-                return True, get(work, wb, k, F_PA), get(work, wb, k, F_PB), stamp
+                rx_put(work, wb, k, F_HAS, 0)
+                return True, rx_get(work, wb, k, F_PA), rx_get(work, wb, k, F_PB), stamp
             return False, 0, 0, stamp
         if how == 0:  # Removed
             if not m:
@@ -250,63 +250,63 @@ def next_piece(buf, i0, k, ctab, work, wb, stamp):
             continue
         if how == 1:  # Isolated
             return True, a, b, stamp
-        prev = get(work, wb, k, F_PREVM) != 0
+        prev = rx_get(work, wb, k, F_PREVM) != 0
         if how == 2 and has and m and not prev:  # MergedWithPrevious: a match joins the text before it
-            put(work, wb, k, F_PB, b)
-            put(work, wb, k, F_PREVM, 1)
+            rx_put(work, wb, k, F_PB, b)
+            rx_put(work, wb, k, F_PREVM, 1)
             continue
-        if how == 3 and has and get(work, wb, k, F_PM) != 0 and not m:  # MergedWithNext: a match joins the next
-            put(work, wb, k, F_HAS, 0)
-            return True, get(work, wb, k, F_PA), b, stamp
+        if how == 3 and has and rx_get(work, wb, k, F_PM) != 0 and not m:  # MergedWithNext: a match joins the next
+            rx_put(work, wb, k, F_HAS, 0)
+            return True, rx_get(work, wb, k, F_PA), b, stamp
         if how == 4 and has and m == prev:  # Contiguous: adjacent matches join
-            put(work, wb, k, F_PB, b)
+            rx_put(work, wb, k, F_PB, b)
             continue
-        pa = get(work, wb, k, F_PA)
-        pb = get(work, wb, k, F_PB)
-        put(work, wb, k, F_PA, a)
-        put(work, wb, k, F_PB, b)
-        put(work, wb, k, F_PM, 1 if m else 0)
-        put(work, wb, k, F_PREVM, 1 if m else 0)
-        put(work, wb, k, F_HAS, 1)
+        pa = rx_get(work, wb, k, F_PA)
+        pb = rx_get(work, wb, k, F_PB)
+        rx_put(work, wb, k, F_PA, a)
+        rx_put(work, wb, k, F_PB, b)
+        rx_put(work, wb, k, F_PM, 1 if m else 0)
+        rx_put(work, wb, k, F_PREVM, 1 if m else 0)
+        rx_put(work, wb, k, F_HAS, 1)
         if has:
             return True, pa, pb, stamp
 
 
 @K.device(inline=True)
-def start_level(work, wb, k, lo, hi):
+def rx_start_level(work, wb, k, lo, hi):
     for f in range(10):
-        put(work, wb, k, f, 0)
-    put(work, wb, k, F_LO, lo)
-    put(work, wb, k, F_HI, hi)
-    put(work, wb, k, F_CUR, lo)
-    put(work, wb, k, F_MS, -1)
+        rx_put(work, wb, k, f, 0)
+    rx_put(work, wb, k, F_LO, lo)
+    rx_put(work, wb, k, F_HI, hi)
+    rx_put(work, wb, k, F_CUR, lo)
+    rx_put(work, wb, k, F_MS, -1)
 
 
 @K.device(inline=True)
-def regex_start(work, wb, ctab, n):
+def rx_begin(work, wb, ctab, n):
     """Reset the regex state in ``work`` columns from ``wb`` for a gap of ``n`` bytes: (level, stamp)."""
     col = wb + 2 * MAX_LEVELS
     seen = work[4]
     for q in range(ctab[CT_INSTS].shape[0]):
         seen[col + q] = 0
-    start_level(work, wb, 0, 0, n)
+    rx_start_level(work, wb, 0, 0, n)
     return 0, 0
 
 
 @K.device(inline=True)
-def next_final(buf, i, ctab, work, wb, k, stamp):
+def rx_next_final(buf, i, ctab, work, wb, k, stamp):
     """The next piece of the last Split level, the levels walked depth-first from level ``k``: (got, start, end
     relative to ``i``, level, stamp)."""
     last = ctab[CT_LEVELS].shape[0] - 1
     while k >= 0:
-        got, a, b, stamp = next_piece(buf, i, k, ctab, work, wb, stamp)
+        got, a, b, stamp = rx_next_piece(buf, i, k, ctab, work, wb, stamp)
         if not got:
             k -= 1
         elif k == last:
             return True, a, b, k, stamp
         else:
             k += 1
-            start_level(work, wb, k, a, b)
+            rx_start_level(work, wb, k, a, b)
     return False, 0, 0, k, stamp
 
 
@@ -317,9 +317,9 @@ def encode_gap_regex(buf, i, s, voc, ctab, cfg, scr, wb, o, cap, row):
     work = scr[S_WORK]
     ids = scr[S_IDS]
     base = wb + vm_columns(ctab[CT_INSTS].shape[0])  # the merge's own columns
-    k, stamp = regex_start(work, wb, ctab, s - i)
+    k, stamp = rx_begin(work, wb, ctab, s - i)
     while True:
-        got, a, b, k, stamp = next_final(buf, i, ctab, work, wb, k, stamp)
+        got, a, b, k, stamp = rx_next_final(buf, i, ctab, work, wb, k, stamp)
         if not got:
             return o
         if o + (b - a) > cap:
@@ -328,17 +328,17 @@ def encode_gap_regex(buf, i, s, voc, ctab, cfg, scr, wb, o, cap, row):
 
 
 @K.device
-def pieces_item(t, data, offsets, ctab, work, out, cnt):
+def rx_pieces_item(t, data, offsets, ctab, work, out, cnt):
     """Pre-tokenize text ``t`` (valid UTF-8, checked by the caller): its pieces' (start, end) into
     ``out[:, offsets[t]:]`` (at most one per byte), their number into ``cnt[t]``. Work columns: ``t``'s
     :func:`vm_columns`."""
     lo = offsets[t]
     hi = offsets[t + 1]
     wb = t * vm_columns(ctab[CT_INSTS].shape[0])
-    k, stamp = regex_start(work, wb, ctab, hi - lo)
+    k, stamp = rx_begin(work, wb, ctab, hi - lo)
     c = 0
     while True:
-        got, a, b, k, stamp = next_final(data, lo, ctab, work, wb, k, stamp)
+        got, a, b, k, stamp = rx_next_final(data, lo, ctab, work, wb, k, stamp)
         if not got or lo + c >= hi:
             break
         out[0, lo + c] = lo + a
@@ -347,4 +347,4 @@ def pieces_item(t, data, offsets, ctab, work, out, cnt):
     cnt[t] = c
 
 
-PIECES = K.kernel(pieces_item)
+PIECES = K.kernel(rx_pieces_item)

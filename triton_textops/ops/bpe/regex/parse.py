@@ -90,24 +90,28 @@ class _Parser:
         return node
 
     def alt(self, fold: bool) -> Node:
-        branches = [self.cat(fold)]
+        """Alternatives up to the group's end; an inline ``(?i)`` / ``(?-i)`` holds to that end, across ``|``."""
+        node, fold = self.cat(fold)
+        branches = [node]
         while self.peek() == "|":
             self.i += 1
-            branches.append(self.cat(fold))
+            node, fold = self.cat(fold)
+            branches.append(node)
         return branches[0] if len(branches) == 1 else ("alt", branches)
 
-    def cat(self, fold: bool) -> Node:
+    def cat(self, fold: bool) -> tuple[Node, bool]:
+        """One alternative and the case-folding flag in force at its end."""
         items: list[Node] = []
         while self.peek() and self.peek() not in "|)":
-            if self.p.startswith("(?i)", self.i) or self.p.startswith("(?-i)", self.i):  # flags to the group's end
-                on = self.p[self.i + 2] == "i"
-                self.i += 4 if on else 5
-                rest = self.alt(on)
-                items.append(rest)
-                break
+            if self.p.startswith("(?i)", self.i) or self.p.startswith("(?-i)", self.i):
+                fold = self.p[self.i + 2] == "i"
+                self.i += 4 if fold else 5
+                continue
             atom = self.atom(fold)
             items.append(self.quantifiers(atom))
-        return items[0] if len(items) == 1 else ("cat", items)
+        if not items:
+            return ("cat", []), fold
+        return (items[0] if len(items) == 1 else ("cat", items)), fold
 
     def quantifiers(self, atom: Node) -> Node:
         while True:
