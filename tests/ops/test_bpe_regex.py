@@ -35,10 +35,10 @@ TEXTS = AUSTEN[:120] + CODE[:40] + O.BPE_ADVERSARIAL + MULTILINGUAL + O.random_t
 # DeepSeek-V3's pre-tokenizer (its tokenizer.json, deepseek-ai/DeepSeek-V3): three Isolated Splits, then ByteLevel
 DEEPSEEK = [r"\p{N}{1,3}", r"[一-龥぀-ゟ゠-ヿ]+",
             r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""]  # noqa: E501
-# every 13th code point in the contexts of bpe_oracles.every_code_point_texts (the full set: the chain and scanner
+# every 31st code point in the contexts of bpe_oracles.every_code_point_texts (the full set: the chain and scanner
 # tests)
-SAMPLED_CODE_POINTS = ["".join(f"x{chr(c)} {chr(c)}{chr(c)}1{chr(c)}'s\n" for c in range(lo, min(lo + 13 * 4096, 0x110000), 13)
-                               if not 0xD800 <= c < 0xE000) for lo in range(0, 0x110000, 13 * 4096)]
+SAMPLED_CODE_POINTS = ["".join(f"x{chr(c)} {chr(c)}{chr(c)}1{chr(c)}'s\n" for c in range(lo, min(lo + 31 * 4096, 0x110000), 31)
+                               if not 0xD800 <= c < 0xE000) for lo in range(0, 0x110000, 31 * 4096)]
 BEHAVIOURS = ["Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"]
 # patterns that exercise the constructs: classes, negations and intersections, lazy / possessive / intervals,
 # (?i:), anchors, lookaround, word boundaries
@@ -54,7 +54,8 @@ def hf_pieces(levels: list[tuple[str, str, bool]], text: str) -> list[tuple[int,
     """HF's pre_tokenize_str pieces of ``text`` as byte offsets."""
     steps = [tokenizers.pre_tokenizers.Split(tokenizers.Regex(p), _hf_name(b), invert=i) for p, b, i in levels]
     pre = tokenizers.pre_tokenizers.Sequence(steps) if len(steps) > 1 else steps[0]
-    cum = np.concatenate([[0], np.cumsum([len(c.encode()) for c in text])])
+    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    cum = np.concatenate([[0], np.cumsum(1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000))])
     return [(int(cum[s]), int(cum[e])) for _, (s, e) in pre.pre_tokenize_str(text)]
 
 
@@ -83,7 +84,7 @@ def test_constructs_as_oniguruma(pattern: str) -> None:
 
 def test_deepseek_chain_pieces_as_hf() -> None:
     levels = [(p, "Isolated", False) for p in DEEPSEEK]
-    assert not _mismatches(levels, TEXTS + O.every_code_point_texts(1 << 15))
+    assert not _mismatches(levels, TEXTS + O.every_code_point_texts(1 << 16))
 
 
 def test_mixed_chain_pieces_as_hf() -> None:
@@ -136,15 +137,40 @@ def scanner_pieces(family: int, texts: list[str]) -> tuple[np.ndarray, np.ndarra
 
 @pytest.mark.parametrize("pattern", list(F.PATTERNS))
 def test_program_equals_each_scanner(pattern: str) -> None:
-    """The compiled program of each scanner's pattern gives the scanner's pieces on the scanners' own test texts
-    (tests/bpe_oracles.py: adversarial, every code point in context, random)."""
+    """The compiled program of each scanner's pattern, read as the engine the scanner serves it for, gives the
+    scanner's pieces on the scanners' own test texts (tests/bpe_oracles.py: adversarial, every code point in
+    context for each scanner, random). tiktoken's cl100k form (``\\s++$``) differs at a text-final whitespace
+    run with a line break (:func:`test_cl100k_tiktoken_form_is_not_its_scanners`): compared on texts that end
+    otherwise."""
     family = F.PATTERNS[pattern]
     flavor = "fancy" if "++" in pattern else "onig"  # (tiktoken's possessive forms are fancy-regex's)
-    texts = O.BPE_ADVERSARIAL + O.every_code_point_texts(1 << 15) + O.random_texts(1, 200) + MULTILINGUAL
+    full = pattern in (F._O200K, O.LLAMA3_PATTERN, BYTE_LEVEL_PATTERN, O.TIKTOKEN_PATTERNS["qwen2"])
+    texts = O.BPE_ADVERSARIAL + O.random_texts(1, 200) + MULTILINGUAL + (
+        O.every_code_point_texts(1 << 15) if full else SAMPLED_CODE_POINTS)
+    if pattern not in F.FANCY_SCANNED:
+        texts = [t + "x" for t in texts]
     got = RegexSplitter([(pattern, "Isolated", False)], flavor).piece_arrays(texts)
     want = scanner_pieces(family, texts)
     assert np.array_equal(got[2], want[2]), [t[:40] for t, a, b in zip(texts, got[2], want[2]) if a != b]
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_cl100k_tiktoken_form_is_not_its_scanners() -> None:
+    """tiktoken's own cl100k pattern takes a text-final whitespace run with a line break whole (``\\s++$``, fancy
+    regex's ``$``: the text's end); the scanner (the tokenizer.json form) ends the piece after the line break.
+    tiktoken itself, with a vocabulary where the two differ, agrees with the compiled program, which a rank file
+    with that pattern therefore gets; a tokenizer.json with it (Oniguruma reads it otherwise) too."""
+    tiktoken = pytest.importorskip("tiktoken")
+    pattern = O.TIKTOKEN_PATTERNS["cl100k_base"]
+    assert pattern not in F.FANCY_SCANNED and pattern not in F.ONIG_SCANNED
+    ranks = {bytes([i]): i for i in range(256)} | {b" \n ": 256, b" \n": 257, b"\r  ": 258, b"\r": 259}
+    enc = tiktoken.Encoding("t", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    texts = [" \n ", "x\r  ", "a \n\n ", "\n\n\t"]
+    pieces = RegexSplitter([(pattern, "Isolated", False)], "fancy").pre_tokenize(texts)
+    assert [[t.encode()[a:b] for a, b in p] for t, p in zip(texts, pieces)] == \
+        [[enc.decode_single_token_bytes(i) for i in enc.encode_ordinary(t)] for t in texts[:2]] + \
+        [[b"a", b" \n\n "], [b"\n\n\t"]]
+    assert scanner_pieces(F.CL100K, texts[:1])[2].tolist() == [2]
 
 
 # --------------------------------------------------------------------------- tokenizer.json files
@@ -218,7 +244,7 @@ def test_adversarial_megabyte_linear() -> None:
 
 @pytest.mark.parametrize("pattern, what", [
     (r"(a)\1", "escape \\1"), (r"(?<=ab)c", "lookbehind"), (r"(?:ab)++", "possessive"), (r"a*", "empty string"),
-    (r"(?x) a", "inline flags"), (r"\p{Foo}", "\\p{Foo}"), (r"[[:alpha:]]", "POSIX"), (r"(?>ab|a)c", "atomic"),
+    (r"(?x) a", "the group"), (r"\p{Foo}", "\\p{Foo}"), (r"[[:alpha:]]", "POSIX"), (r"(?>ab|a)c", "atomic"),
     (r"(?i:é)", "non-ASCII letter"), (r"(?=a|b)c", "lookahead"), (r"\G", "escape \\G"), (r"(a*)*b", "repetition"),
 ])
 def test_unsupported_constructs_are_named(pattern: str, what: str) -> None:

@@ -2,7 +2,7 @@
 ``special_tokens=``, and Mistral's Tekken ``.json`` (exact to mistral-common's ``Tekkenizer``).
 
 tiktoken encodes only what its pattern matches (the text between matches is dropped): as a Split, ``Removed``
-with ``invert``. A pattern of the hand-written scanners (:data:`~triton_textops.ops.bpe.formats.PATTERNS`, whose
+with ``invert``. A pattern of the hand-written scanners (:data:`~triton_textops.ops.bpe.formats.FANCY_SCANNED`, whose
 matches tile every text) keeps its scanner; any other runs on the compiled regex engine, read as fancy-regex.
 Lines are read as tiktoken's ``load_tiktoken_bpe`` reads them (``base64.b64decode`` without validation: a token
 written ``=`` is the empty token, which no text encodes to; its id decodes to nothing).
@@ -28,7 +28,7 @@ TEKKEN_OLD_SPECIALS = ("<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_
 
 def pattern_family(pattern: str) -> tuple[int, list[tuple[str, str, bool]]]:
     """(family, Split levels) of a tiktoken pattern: its scanner, else the regex engine."""
-    family = F.PATTERNS.get(pattern)
+    family = F.FANCY_SCANNED.get(pattern)
     if family is not None:
         return family, []
     return F.REGEX, [(pattern, "Removed", True)]
