@@ -260,3 +260,17 @@ def test_unsupported_pattern_in_a_file_fails_load(tmp_path: O.Path) -> None:
                                                                                           "add_prefix_space": True}]})
     with pytest.raises(ValueError, match="add_prefix_space"):
         BPETokenizer.from_pretrained(d)
+
+
+def test_inline_flag_scope_per_engine() -> None:
+    """``x(?i)ab|cd``: Oniguruma reads ``x(?i:ab|cd)``, fancy-regex ``x(?i:ab)|(?i:cd)`` (each engine checked)."""
+    tiktoken = pytest.importorskip("tiktoken")
+    pattern, texts = r"x(?i)ab|cd", ["xab CD cd xAB", "CDxAbcD"]
+    assert RegexSplitter([(pattern, "Removed", True)], "onig").pre_tokenize(texts) == \
+        [hf_pieces([(pattern, "Removed", True)], t) for t in texts]
+    enc = tiktoken.Encoding("p", pat_str=pattern, mergeable_ranks={bytes([i]): i for i in range(256)},
+                            special_tokens={})
+    got = RegexSplitter([(pattern, "Removed", True)], "fancy").pre_tokenize(texts)
+    assert [b"".join(t.encode()[a:b] for a, b in p) for t, p in zip(texts, got)] == \
+        [bytes(enc.encode_ordinary(t)) for t in texts]
+    assert got[0] == [(0, 3), (4, 6), (7, 9), (10, 13)]

@@ -90,7 +90,8 @@ class _Parser:
         return node
 
     def alt(self, fold: bool) -> Node:
-        """Alternatives up to the group's end; an inline ``(?i)`` / ``(?-i)`` holds to that end, across ``|``."""
+        """Alternatives up to the group's end; an inline ``(?i)`` / ``(?-i)`` holds to that end (fancy: across
+        ``|``, the alternatives after it; onig: the rest of the group is one alternative of the one it is in)."""
         node, fold = self.cat(fold)
         branches = [node]
         while self.peek() == "|":
@@ -104,8 +105,12 @@ class _Parser:
         items: list[Node] = []
         while self.peek() and self.peek() not in "|)":
             if self.p.startswith("(?i)", self.i) or self.p.startswith("(?-i)", self.i):
-                fold = self.p[self.i + 2] == "i"
-                self.i += 4 if fold else 5
+                on = self.p[self.i + 2] == "i"
+                self.i += 4 if on else 5
+                if self.flavor == "onig":  # Oniguruma: a(?i)b|c is a(?i:b|c), the rest of the group
+                    items.append(self.alt(on))
+                    break
+                fold = on  # Rust / Perl: a(?i)b|c is a(?i:b)|(?i:c)
                 continue
             atom = self.atom(fold)
             items.append(self.quantifiers(atom))
