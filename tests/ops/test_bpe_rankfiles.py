@@ -68,7 +68,7 @@ def test_near_miss_file_under_an_encoding_name_refused(tmp_path: O.Path) -> None
     ranks = dict(O.ranks("cl100k_base"))
     del ranks[max(ranks, key=ranks.get)]
     path = _rank_file(tmp_path / "near.tiktoken", ranks)
-    with pytest.raises(ConfigError, match="encoding 'cl100k_base' has the ranks 0 .. 100255"):
+    with pytest.raises(ConfigError, match="encoding 'cl100k_base' has 100256 ranks"):
         BPETokenizer.from_tiktoken(path, encoding="cl100k_base")
     with pytest.raises(ConfigError, match="a rank of the file"):
         BPETokenizer.from_tiktoken(path, pattern=OWN_PATTERNS[2], special_tokens={"<x>": 5})

@@ -170,9 +170,9 @@ def read_tiktoken(path: str | os.PathLike, encoding: str) -> BPESpec:
             raise ValueError(f"{path}: line {n} is not 'base64(token) rank'") from None
     _check_bytes(vocab, path)
     n = RANK_COUNTS[encoding]
-    if len(vocab) != n or set(vocab.values()) != set(range(n)):
-        raise ConfigError(f"{path}: {len(vocab)} ranks (0 .. {max(vocab.values())}), but encoding {encoding!r} has the "
-                          f"ranks 0 .. {n - 1}: a file of its own (load it with pattern= and special_tokens=)")
+    if len(vocab) != n or max(vocab.values()) >= n + len(specials):  # (p50k: no rank at its special's id)
+        raise ConfigError(f"{path}: {len(vocab)} ranks (0 .. {max(vocab.values())}), but encoding {encoding!r} has {n} "
+                          f"ranks: a file of its own (load it with pattern= and special_tokens=)")
     clash = sorted(i for i in specials.values() if i in set(vocab.values()))
     if clash:
         raise ValueError(f"{path}: special token ids {clash[:5]} of encoding {encoding!r} are ranks of the file: "
