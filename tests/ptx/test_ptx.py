@@ -102,9 +102,10 @@ def discover() -> dict[str, K._LazyGpu]:
     # the BPE encode kernel is made per format (its scanner, NFC or not, a rank file's pair rule: kernels.variant):
     # those _exercise() runs (GPT-2's files: HF merges; the others rank files)
     from triton_textops.ops.bpe.encode import encode_kernels  # noqa: PLC0415
-    from triton_textops.ops.bpe.formats import CL100K, GPT2, O200K, QWEN2  # noqa: PLC0415
+    from triton_textops.ops.bpe.formats import CL100K, GPT2, O200K, QWEN2, REGEX  # noqa: PLC0415
 
-    for family, nfc, ranked in ((GPT2, False, False), (CL100K, False, True), (QWEN2, True, True), (O200K, False, True)):
+    for family, nfc, ranked in ((GPT2, False, False), (CL100K, False, True), (QWEN2, True, True), (O200K, False, True),
+                                (REGEX, False, True)):
         encode_kernels(family, nfc, ranked)
     for name, pair in K.VARIANTS.items():
         found.setdefault(id(pair[1]), (name.removeprefix(ops.__name__ + "."), pair[1]))
@@ -152,6 +153,14 @@ def _exercise() -> None:
         BPETokenizer.from_tiktoken(os.path.join(BPE_DIR, name + ".tiktoken"), encoding=name).encode(texts)
     BPETokenizer.from_gpt2_files(os.path.join(BPE_DIR, "encoder.json"), os.path.join(BPE_DIR, "vocab.bpe")).encode(
         texts)
+    from triton_textops.ops.bpe.regex import BYTE_LEVEL_PATTERN, RegexSplitter  # noqa: PLC0415
+
+    RegexSplitter([(r"\p{N}{1,3}", "MergedWithNext", False), (BYTE_LEVEL_PATTERN, "Isolated", False)],
+                  "onig").pre_tokenize(texts)  # bpe.regex.match.PIECES
+    rx = BPETokenizer.from_tiktoken(BPE_VOCAB, pattern=r"\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
+                                    special_tokens={"<s>": 160000})  # the regex encode variant (a file's own pattern)
+    rx.encode(texts)
+    rx.encode_rows(texts, max_length=16)
     from triton_textops.ops.bpe.nfc import nfc_normalize  # noqa: PLC0415
 
     nfc_normalize(texts)  # bpe.nfc.NFC_KERNEL (the tests' and the table generator's host aid)

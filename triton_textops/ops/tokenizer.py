@@ -182,6 +182,11 @@ def _from_tokenizer_json(path: Path, directory: Path, device: str) -> Any:
     """Dispatch a tokenizer.json on its ``model.type`` (and, for BPE, whether it is byte-level)."""
     doc = read_json(path)
     model = doc.get("model") if isinstance(doc, dict) else None
+    if model is None and isinstance(doc, dict) and isinstance(doc.get("config"), dict) \
+            and "pattern" in doc["config"]:  # Mistral's Tekken file
+        from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: PLC0415
+
+        return BPETokenizer.from_tekken(path, device=device)
     if not isinstance(model, dict):
         raise ConfigError(f"{path}: no 'model' object: not a tokenizer.json{_FAMILIES}")
     kind = model.get("type")

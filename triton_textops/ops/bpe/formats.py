@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from triton_textops.errors import ConfigError
 from triton_textops.ops.core.files import check_text
 from triton_textops.ops.core.hf_json import AddedToken, Padding, Truncation, padding, read_config, truncation
 from triton_textops.ops.core.validate import (
@@ -31,7 +32,8 @@ from triton_textops.ops.core.validate import (
 )
 
 # ------------------------------------------------------------------------------------------- patterns
-GPT2, CL100K, QWEN2, O200K, WHOLE = range(5)  # pre-tokenizer families (WHOLE: a segment is one pre-token)
+GPT2, CL100K, QWEN2, O200K, WHOLE, REGEX = range(6)  # pre-tokenizer families (WHOLE: a segment is one pre-token;
+# REGEX: the compiled regex engine, ops/bpe/regex, over ``BPESpec.splits``)
 _O200K = "|".join([
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
@@ -47,6 +49,12 @@ PATTERNS = {  # the exact strings recognized, each with its scanner family
     _O200K: O200K,
 }
 
+# the scanners are exact to a pattern as each engine reads it: tiktoken's possessive forms are not Oniguruma's
+# (``{1,3}+`` repeats the interval, ``$`` ends a line), and cl100k's ``\s++$`` takes a text-final whitespace run
+# whole where the scanner (the tokenizer.json form's ``\s*[\r\n]+`` first) stops after its last line break
+ONIG_SCANNED = {p: f for p, f in PATTERNS.items() if "++" not in p}
+FANCY_SCANNED = {p: f for p, f in PATTERNS.items() if not ("++" in p and f == CL100K)}
+
 # tiktoken's named encodings: (family, special tokens, NFC)
 _ENDOFTEXT, _FIM = "<|endoftext|>", ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>")
 ENCODINGS: dict[str, tuple[int, dict[str, int], bool]] = {
@@ -59,6 +67,9 @@ ENCODINGS: dict[str, tuple[int, dict[str, int], bool]] = {
     "qwen2": (QWEN2, {t: 151643 + i for i, t in enumerate(
         (_ENDOFTEXT, "<|im_start|>", "<|im_end|>") + tuple(f"<|extra_{i}|>" for i in range(205)))}, True),
 }
+
+RANK_COUNTS = {"gpt2": 50256, "r50k_base": 50256, "p50k_base": 50280, "cl100k_base": 100256, "o200k_base": 199998,
+               "qwen2": 151643}  # the ranks 0 .. n - 1 of each named encoding's file (tiktoken's explicit_n_vocab)
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -110,6 +121,8 @@ class BPESpec:
     match_added: bool = False  # added tokens are matched by default (HF's encode); rank files: only those allowed
     truncation: Truncation | None = None  # tokenizer.json's, which HF's encode applies (ops.bpe.limits)
     padding: Padding | None = None
+    splits: list[tuple[str, str, bool]] = field(default_factory=list)  # REGEX: (pattern, behaviour, invert) levels
+    flavor: str = "onig"  # the engine whose regex semantics the splits follow (onig: HF; fancy: tiktoken)
 
     @property
     def n_ids(self) -> int:
@@ -154,6 +167,10 @@ def read_tiktoken(path: str | os.PathLike, encoding: str) -> BPESpec:
     check_text(data, path, "tiktoken rank file")
     vocab = rank_lines(data, path)
     _check_bytes(vocab, path)
+    n = RANK_COUNTS[encoding]
+    if len(vocab) != n or max(vocab.values()) >= n + len(specials):  # (p50k: no rank at its special's id)
+        raise ConfigError(f"{path}: {len(vocab)} ranks (0 .. {max(vocab.values())}), but encoding {encoding!r} has {n} "
+                          f"ranks: a file of its own (load it with pattern= and special_tokens=)")
     clash = sorted(i for i in specials.values() if i in set(vocab.values()))
     if clash:
         raise ValueError(f"{path}: special token ids {clash[:5]} of encoding {encoding!r} are ranks of the file: "
@@ -270,7 +287,14 @@ def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool =
     vocab = _byte_vocab(str_vocab, where, "model.vocab")
     merges = _byte_merges(fc.merges(model["merges"], str_vocab, "model.merges", model.get("continuing_subword_prefix")
                                     or ""))
-    family, prefix_space = _pre_tokenizer(doc.get("pre_tokenizer"), refuse)
+    splits: list = []
+    try:  # a pattern of the hand-written scanners, else the compiled regex engine
+        family, prefix_space = _pre_tokenizer(doc.get("pre_tokenizer"), refuse)
+    except ValueError:
+        from triton_textops.ops.bpe.regex.hf import split_levels  # noqa: PLC0415 (regex imports the kernels)
+
+        splits, prefix_space = split_levels(doc.get("pre_tokenizer"), refuse)
+        family = REGEX if splits else WHOLE
     norm = doc.get("normalizer")
     nfc = False
     if norm is not None:
@@ -282,7 +306,7 @@ def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool =
     if dec is not None and dec.get("type") != "ByteLevel":
         refuse("decoder", dec, "is not supported (ByteLevel or none)")
     spec = BPESpec(vocab, merges, family, bool(model.get("ignore_merges", False)), nfc=nfc,
-                   add_prefix_space=prefix_space, source=where, match_added=True)
+                   add_prefix_space=prefix_space, source=where, match_added=True, splits=splits)
     for content, tid, flags in _hf_added_ids(doc.get("added_tokens") or [], str_vocab, where):
         spec.added.append(AddedToken(content.encode(), tid, *flags))
         if str_vocab.get(content) is None:  # HF decodes an added token by its text through the ByteLevel decoder
@@ -316,11 +340,12 @@ def _pre_tokenizer(pre: Any, refuse: Any) -> tuple[int, bool]:
                 family = GPT2
         elif kind == "Split" and family == WHOLE and not byte_level:
             pat = (step.get("pattern") or {}).get("Regex")
-            if pat not in PATTERNS:
+            if pat not in ONIG_SCANNED:
                 refuse(f"{name}.pattern", step.get("pattern"), "is not a known pattern (GPT-2, cl100k/Llama-3, "
                        "Qwen2, o200k: the exact strings)")
-            if step.get("behavior") != "Isolated" or step.get("invert", False):
-                refuse(f"{name}.behavior", [step.get("behavior"), step.get("invert")], "is not supported (Isolated)")
+            if step.get("behavior") != "Isolated" and (step.get("behavior"), step.get("invert")) != ("Removed", True):
+                refuse(f"{name}.behavior", [step.get("behavior"), step.get("invert")], "is not supported (Isolated; "
+                       "Removed with invert: the same pieces, as these patterns match every character)")
             family = PATTERNS[pat]
         else:
             refuse(name, step, "is not supported (ByteLevel, or Split(Regex) then ByteLevel)")

@@ -34,6 +34,8 @@ from triton_textops.ops.bpe.limits import limits_array, plan_limits
 from triton_textops.ops.bpe.merge import CACHE_HEAD, CACHE_SHAPE, N_WORK_ROWS, Vocab
 from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_normalize, nfc_tables
 from triton_textops.ops.bpe.pretok import class_tables
+from triton_textops.ops.bpe.rankfiles import read_rank_file, read_tekken
+from triton_textops.ops.bpe.regex import RegexSplitter
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.args import allocate, check_bool, check_ids_dtype, check_int
 from triton_textops.ops.core.batch import TextBatch
@@ -110,9 +112,12 @@ class BPETokenizer(Placed):
         self.mult = NFC_EXPAND if spec.nfc else 1
         self.mult += (NFC_EXPAND if spec.nfc else 1) + 1 if spec.add_prefix_space else 0
         self._encode = encode_kernels(spec.family, spec.nfc, spec.merges is None)
+        self.splitter = RegexSplitter(spec.splits, spec.flavor) if spec.family == F.REGEX else None
+        self._rx_extra = self.splitter.columns if self.splitter else 0  # its state: merge work columns per text
         self._limits = (spec.truncation, spec.padding) if spec.truncation or spec.padding else None
         self._cfg_host = np.array([int(spec.add_prefix_space), self.mult,
-                                   1 + len(spec.prefix) + len(spec.suffix), len(spec.prefix), len(spec.suffix)]
+                                   1 + self._rx_extra + len(spec.prefix) + len(spec.suffix), len(spec.prefix),
+                                   len(spec.suffix)]
                                   + spec.prefix + spec.suffix, dtype=np.int64)
         self._set_device(device)
         if self.target == "cpu":  # the default options' tables, and the loading thread's merge cache and one-text
@@ -123,6 +128,8 @@ class BPETokenizer(Placed):
         t, xp = self.target, self.xp
         self._voc = self.tables.on(t, xp)
         self._ctab = class_tables(t, xp)
+        if self.splitter is not None:
+            self._ctab += tuple(K.to_device(a, t, xp) for a in self.splitter.tables())
         self._ntab = nfc_tables(t, xp)
         self._dec = tuple(K.to_device(a, t, xp) for a in self._dec_host)
         self._cfg = K.to_device(self._cfg_host, t, xp)
@@ -137,10 +144,27 @@ class BPETokenizer(Placed):
     # ------------------------------------------------------------------------------------- loading
 
     @classmethod
-    def from_tiktoken(cls, path: str | os.PathLike, *, encoding: str, device: str = "cpu") -> BPETokenizer:
-        """A tiktoken ``.tiktoken`` rank file with the named encoding's pattern and specials (``gpt2``,
-        ``r50k_base``, ``p50k_base``, ``cl100k_base``, ``o200k_base``, ``qwen2``)."""
+    def from_tiktoken(cls, path: str | os.PathLike, *, encoding: str | None = None, pattern: str | None = None,
+                      special_tokens: dict[str, int] | None = None, device: str = "cpu") -> BPETokenizer:
+        """A tiktoken ``.tiktoken`` rank file: with a named encoding's pattern and specials (``gpt2``,
+        ``r50k_base``, ``p50k_base``, ``cl100k_base``, ``o200k_base``, ``qwen2``; the file must have exactly that
+        encoding's ranks), or with its own ``pattern`` (fancy-regex, as tiktoken reads it) and ``special_tokens``
+        (name -> id), as ``tiktoken.Encoding(pat_str=..., special_tokens=...)``."""
+        if pattern is not None:
+            if encoding is not None:
+                raise ConfigError("from_tiktoken: pass encoding= or pattern= (with special_tokens=), not both")
+            return cls(read_rank_file(path, pattern=pattern, special_tokens=special_tokens), device=device)
+        if encoding is None:
+            raise ConfigError("from_tiktoken: pass encoding= (a tiktoken encoding name) or pattern=")
+        if special_tokens is not None:
+            raise ConfigError("from_tiktoken: special_tokens= goes with pattern= (a named encoding has its own)")
         return cls(F.read_tiktoken(path, encoding), device=device)
+
+    @classmethod
+    def from_tekken(cls, path: str | os.PathLike, *, device: str = "cpu") -> BPETokenizer:
+        """A Mistral Tekken ``.json`` file, as mistral-common's ``Tekkenizer`` encodes (no BOS / EOS: the
+        specials are ids 0 .. n - 1, never matched in text unless allowed)."""
+        return cls(read_tekken(path), device=device)
 
     @classmethod
     def from_pretrained(cls, directory: str | os.PathLike, *, device: str = "cpu") -> BPETokenizer:
@@ -252,8 +276,8 @@ class BPETokenizer(Placed):
         specials = check_bool("add_special_tokens", add_special_tokens)
         cfg = self._cfg
         if not specials and (self.spec.prefix or self.spec.suffix):
-            cfg = K.to_device(np.concatenate([self._cfg_host[:2], [1, 0, 0]]), self.target, self.xp)
-        extra = 1 + (len(self.spec.prefix) + len(self.spec.suffix) if specials else 0)
+            cfg = K.to_device(np.concatenate([self._cfg_host[:2], [1 + self._rx_extra, 0, 0]]), self.target, self.xp)
+        extra = 1 + self._rx_extra + (len(self.spec.prefix) + len(self.spec.suffix) if specials else 0)
         return cfg, self._added_tables(allowed, disallowed), extra
 
     def _scratch(self, size: int, wsize: int) -> tuple[Any, Any, Any]:

@@ -1,0 +1,129 @@
+"""Rank files with their own pattern and special tokens: a ``.tiktoken`` file given ``pattern=`` and
+``special_tokens=``, and Mistral's Tekken ``.json`` (exact to mistral-common's ``Tekkenizer``).
+
+tiktoken encodes only what its pattern matches (the text between matches is dropped): as a Split, ``Removed``
+with ``invert``. A pattern of the hand-written scanners (:data:`~triton_textops.ops.bpe.formats.FANCY_SCANNED`, whose
+matches tile every text) keeps its scanner; any other runs on the compiled regex engine, read as fancy-regex.
+Lines are read as tiktoken's ``load_tiktoken_bpe`` reads them (``base64.b64decode`` without validation: a token
+written ``=`` is the empty token, which no text encodes to; its id decodes to nothing).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+
+from triton_textops.errors import ConfigError
+from triton_textops.ops.bpe import formats as F
+from triton_textops.ops.core.files import check_text
+from triton_textops.ops.core.hf_json import AddedToken
+
+# mistral-common 1.9.1's Tekkenizer.DEPRECATED_SPECIAL_TOKENS: the special tokens of Tekken files without a list
+TEKKEN_OLD_SPECIALS = ("<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+                       "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]", "[IMG_END]",
+                       "[PREFIX]", "[MIDDLE]", "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]")
+
+
+def pattern_family(pattern: str) -> tuple[int, list[tuple[str, str, bool]]]:
+    """(family, Split levels) of a tiktoken pattern: its scanner, else the regex engine."""
+    family = F.FANCY_SCANNED.get(pattern)
+    if family is not None:
+        return family, []
+    return F.REGEX, [(pattern, "Removed", True)]
+
+
+def rank_lines(data: bytes, where: str) -> tuple[dict[bytes, int], list[int]]:
+    """(token bytes -> rank, ranks of empty tokens) of a ``.tiktoken`` file's lines, as tiktoken reads them."""
+    vocab: dict[bytes, int] = {}
+    empty: list[int] = []
+    for n, line in enumerate(data.splitlines(), 1):
+        if not line:
+            continue
+        parts = line.split()
+        try:
+            tok, rank = parts
+            b = base64.b64decode(tok)
+            r = int(rank)
+        except (ValueError, binascii.Error):
+            raise ConfigError(f"{where}: line {n} is not 'base64(token) rank' as tiktoken reads it") from None
+        if r < 0:
+            raise ConfigError(f"{where}: line {n}: a negative rank {r}")
+        if b:
+            vocab[b] = r
+        else:
+            empty.append(r)
+    return vocab, empty
+
+
+def read_rank_file(path: str | os.PathLike, *, pattern: str, special_tokens: dict[str, int] | None = None,
+                   nfc: bool = False) -> F.BPESpec:
+    """A ``.tiktoken`` rank file with its own ``pattern`` (fancy-regex, as tiktoken) and special tokens
+    (name -> id: matched only when allowed, as tiktoken's)."""
+    data = F._read_bytes(path, "tiktoken rank file")
+    check_text(data, path, "tiktoken rank file")
+    vocab, empty = rank_lines(data, str(path))
+    return _spec(vocab, empty, pattern, special_tokens or {}, str(path), nfc)
+
+
+def _spec(vocab: dict[bytes, int], empty: list[int], pattern: str, specials: dict[str, int], where: str,
+          nfc: bool) -> F.BPESpec:
+    if not isinstance(pattern, str):
+        raise ConfigError(f"{where}: pattern must be a str, got {type(pattern).__name__}")
+    F._check_bytes(vocab, where)
+    ranks = set(vocab.values()) | set(empty)
+    for name, i in specials.items():
+        if not isinstance(name, str) or not name or type(i) is not int or not 0 <= i < 1 << 31:
+            raise ConfigError(f"{where}: special token {name!r}: {i!r} is not a name and an id 0 .. 2**31 - 1")
+        if i in ranks:
+            raise ConfigError(f"{where}: special token {name!r} has id {i}, a rank of the file")
+    family, splits = pattern_family(pattern)
+    spec = F.BPESpec(vocab, None, family, True, [AddedToken(t.encode(), i) for t, i in specials.items()], nfc=nfc,
+                     source=where, splits=splits, flavor="fancy")
+    spec.decode_bytes.update({r: b"" for r in empty})
+    return spec
+
+
+def is_tekken(doc: object) -> bool:
+    """Whether a parsed JSON document is a Tekken file (``config.pattern`` and a ``vocab`` list of ranks)."""
+    return isinstance(doc, dict) and isinstance(doc.get("config"), dict) and "pattern" in doc["config"] \
+        and isinstance(doc.get("vocab"), list)
+
+
+def read_tekken(path: str | os.PathLike) -> F.BPESpec:
+    """A Tekken file as mistral-common's ``Tekkenizer.from_file`` reads it: the first ``default_vocab_size -
+    default_num_special_tokens`` ranks, ids shifted past the special tokens (the file's ``special_tokens``, or
+    mistral-common's list for files of version <= v7, filled up with ``<SPECIAL_i>``); text never matches a
+    special token (``Tekkenizer.encode``)."""
+    where = str(path)
+    doc = json.loads(F._read_bytes(path, "Tekken file"))
+    if not is_tekken(doc):
+        raise ConfigError(f"{where}: not a Tekken file (no config.pattern and vocab list)")
+    cfg = doc["config"]
+    try:
+        n_special = int(cfg["default_num_special_tokens"])
+        size = int(cfg["default_vocab_size"])
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError(f"{where}: config lacks default_vocab_size / default_num_special_tokens") from None
+    inner = size - n_special
+    entries = doc["vocab"]
+    if not 256 <= inner <= len(entries):
+        raise ConfigError(f"{where}: default_vocab_size - default_num_special_tokens = {inner}, the file has "
+                          f"{len(entries)} ranks")
+    vocab: dict[bytes, int] = {}
+    for k, e in enumerate(entries[:inner]):
+        if not isinstance(e, dict) or e.get("rank") != k:
+            raise ConfigError(f"{where}: vocab[{k}] is not the entry of rank {k}")
+        vocab[base64.b64decode(e["token_bytes"])] = k + n_special
+    specials = doc.get("special_tokens")
+    if specials is None:  # (files of version <= v7)
+        specials = [{"token_str": t} for t in TEKKEN_OLD_SPECIALS]
+    names = [str(s["token_str"]) for s in specials] + [f"<SPECIAL_{i}>" for i in range(len(specials), n_special)]
+    if len(names) != n_special or len(set(names)) != n_special:
+        raise ConfigError(f"{where}: {len(specials)} special tokens for default_num_special_tokens {n_special}")
+    spec = _spec(vocab, [], cfg["pattern"], {}, where, False)
+    spec.added = [AddedToken(t.encode(), i) for i, t in enumerate(names)]
+    spec.source = f"{where} (Tekken {cfg.get('version')})"
+    return spec
+

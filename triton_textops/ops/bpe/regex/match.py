@@ -1,0 +1,350 @@
+"""The kernels' regex matcher: a Pike VM over a compiled program (:mod:`.compile`), and the pre-tokenizer it drives.
+
+:func:`rx_search` finds the leftmost-first match from a position in ``O(text x program)`` (no backtracking: a 1 MB
+adversarial text is one linear pass): threads in priority order, each program counter at most once per position,
+a thread reaching ``MATCH`` cutting the lower-priority ones. Assertions are evaluated at the thread's position
+within the piece being split (its bounds are the text's bounds, as HF splits each piece on its own).
+
+:func:`encode_gap_regex` replaces the encode kernel's ``encode_gap`` in a regex tokenizer's variant: it runs the
+pre-tokenizer's chain of ``Split`` levels (each level splits every piece of the one above, with its HF behaviour
+and ``invert``) depth-first and merges each final piece. Its state lives in the text's merge work columns
+(:func:`vm_columns` of them, before the merge's own; the tokenizer adds them to every text's scratch region): per
+level ten fields, then the VM's thread lists, stamps and closure stack.
+
+The tables travel in the class-table tuple (``ctab``) after the scanners' three: :data:`CT_INSTS` (program
+``(m, 3)`` int32), :data:`CT_LOOKS` (lookahead rows), :data:`CT_BLK` / :data:`CT_CMASK` (the set masks per code
+point), :data:`CT_LEVELS` (``(levels, 3)`` int32: entry point, behaviour, invert).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from triton_textops.ops.bpe.encode import S_CACHE, S_IDS, S_WORK
+from triton_textops.ops.bpe.merge import encode_piece
+from triton_textops.ops.bpe.pretok import cp_at
+from triton_textops.ops.bpe.regex.compile import (
+    A_BEHIND,
+    A_BOL,
+    A_BOT,
+    A_EOL,
+    A_EOT,
+    A_EOTNL,
+    A_LOOK,
+    A_NBEHIND,
+    A_NLOOK,
+    A_WORD,
+    OP_ASSERT,
+    OP_JMP,
+    OP_MATCH,
+    OP_SPLIT,
+)
+from triton_textops.ops.core import kernels as K
+
+CT_INSTS, CT_LOOKS, CT_BLK, CT_CMASK, CT_LEVELS = range(3, 8)
+MAX_LEVELS = 8  # Split levels of a pre-tokenizer chain
+# a level's fields (row f % 6, column 2 * level + f // 6 of the state columns), positions relative to the gap
+F_LO, F_HI, F_CUR, F_MS, F_ME, F_PA, F_PB, F_PM, F_HAS, F_PREVM = range(10)
+LF = 10
+
+
+@K.device(inline=True)
+def vm_columns(n_insts):
+    """Merge work columns a text's regex state takes: the levels' fields, then lists and stack of the VM."""
+    return 2 * MAX_LEVELS + 2 * n_insts + 2
+
+
+@K.device(inline=True)
+def rx_set_bits(buf, p, hi, ctab):
+    """(set mask, byte length) of the character at ``buf[p]`` (``p < hi``)."""
+    cp, n = cp_at(buf, p, hi)
+    return ctab[CT_CMASK][np.int64(ctab[CT_BLK][cp >> 8]) * 256 + (cp & 255)], n
+
+
+@K.device(inline=True)
+def rx_bits_before(buf, lo, p, hi, ctab):
+    """The set mask of the character that ends at ``buf[p]`` (0 at ``lo``)."""
+    if p <= lo:
+        return np.int64(0)
+    j = p - 1
+    while j > lo and (buf[j] & 0xC0) == 0x80:
+        j -= 1
+    return rx_set_bits(buf, j, hi, ctab)[0]
+
+
+@K.device(inline=True)
+def rx_has_bit(mask, k):
+    return ((mask >> np.int64(k)) & np.int64(1)) != 0
+
+
+@K.device
+def rx_assert(buf, lo, hi, p, kind, b, ctab):
+    """Whether the zero-width assertion ``kind`` (argument ``b``) holds at ``p`` of the piece ``buf[lo:hi]``."""
+    if kind == A_BOT:
+        return p == lo
+    if kind == A_EOT:
+        return p == hi
+    if kind == A_EOTNL:
+        return p == hi or (p == hi - 1 and buf[p] == LF)
+    if kind == A_BOL:
+        return p == lo or buf[p - 1] == LF
+    if kind == A_EOL:
+        return p == hi or buf[p] == LF
+    if kind == A_LOOK or kind == A_NLOOK:
+        looks = ctab[CT_LOOKS]
+        q = p
+        ok = True
+        for j in range(looks[b, 1]):
+            if q >= hi:
+                ok = False
+                break
+            m, n = rx_set_bits(buf, q, hi, ctab)
+            if not rx_has_bit(m, looks[b, 2 + j]):
+                ok = False
+                break
+            q += n
+        return ok if kind == A_LOOK else not ok
+    if kind == A_BEHIND or kind == A_NBEHIND:
+        ok = rx_has_bit(rx_bits_before(buf, lo, p, hi, ctab), b)
+        return ok if kind == A_BEHIND else not ok
+    after = p < hi and rx_has_bit(rx_set_bits(buf, p, hi, ctab)[0], b)  # word boundaries
+    edge = rx_has_bit(rx_bits_before(buf, lo, p, hi, ctab), b) != after
+    return edge if kind == A_WORD else not edge
+
+
+@K.device(inline=True)
+def rx_add(buf, lo, hi, p, ctab, work, col, row, cnt, pc0, start, stamp):
+    """Add the thread ``pc0`` (started at ``start``) at ``p`` to the list in work rows ``row``, ``row + 1``
+    (``cnt`` entries): its closure over jumps, splits (first branch first) and assertions, each program counter
+    once per ``stamp``. Returns the list's new length."""
+    insts = ctab[CT_INSTS]
+    seen = work[4]
+    stack = work[5]
+    stack[col] = pc0
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        pc = stack[col + sp]
+        if seen[col + pc] == stamp:
+            continue
+        seen[col + pc] = stamp
+        op = insts[pc, 0]
+        if op == OP_JMP:
+            stack[col + sp] = insts[pc, 1]
+            sp += 1
+        elif op == OP_SPLIT:
+            stack[col + sp] = insts[pc, 2]
+            stack[col + sp + 1] = insts[pc, 1]
+            sp += 2
+        elif op == OP_ASSERT:
+            if rx_assert(buf, lo, hi, p, insts[pc, 1], insts[pc, 2], ctab):
+                stack[col + sp] = pc + 1
+                sp += 1
+        else:
+            work[row, col + cnt] = pc
+            work[row + 1, col + cnt] = start - lo
+            cnt += 1
+    return cnt
+
+
+@K.device
+def rx_search(buf, lo, hi, frm, entry, ctab, work, col, stamp):
+    """Leftmost-first match of the pattern at ``entry`` in the piece ``buf[lo:hi]``, starting at ``frm`` or
+    later: (start, end, stamp) or (-1, -1, stamp). ``work`` columns ``col`` .. ``col + 2 m + 2``: the VM's."""
+    insts = ctab[CT_INSTS]
+    seen = work[4]
+    m = insts.shape[0]
+    if stamp > (1 << 30):  # (the stamps of a long gap: reset before they wrap)
+        for k in range(m):
+            seen[col + k] = 0
+        stamp = 0
+    ms = -1
+    me = -1
+    p = frm
+    cur = 0  # the current list's rows (cur, cur + 1), the next list's (2 - cur, 3 - cur)
+    nc = 0
+    stamp += 1
+    while True:
+        if ms < 0:
+            nc = rx_add(buf, lo, hi, p, ctab, work, col, cur, nc, entry, p, stamp)
+        if nc == 0 and (ms >= 0 or p >= hi):
+            break
+        if p >= hi:
+            for k in range(nc):
+                if insts[work[cur, col + k], 0] == OP_MATCH:
+                    ms = work[cur + 1, col + k] + lo
+                    me = p
+                    break
+            break
+        mask, n = rx_set_bits(buf, p, hi, ctab)
+        stamp += 1
+        nxt = 2 - cur
+        nn = 0
+        for k in range(nc):
+            pc = work[cur, col + k]
+            if insts[pc, 0] == OP_MATCH:
+                ms = work[cur + 1, col + k] + lo
+                me = p
+                break
+            if rx_has_bit(mask, insts[pc, 1]):
+                nn = rx_add(buf, lo, hi, p + n, ctab, work, col, nxt, nn, pc + 1, work[cur + 1, col + k] + lo, stamp)
+        cur = nxt
+        nc = nn
+        p += n
+        if nc == 0 and ms >= 0:
+            break
+    return ms, me, stamp
+
+
+@K.device(inline=True)
+def rx_get(work, wb, k, f):
+    return np.int64(work[f % 6, wb + 2 * k + f // 6])
+
+
+@K.device(inline=True)
+def rx_put(work, wb, k, f, v):
+    work[f % 6, wb + 2 * k + f // 6] = v
+
+
+@K.device
+def rx_next_raw(buf, i0, k, ctab, work, wb, stamp):
+    """Level ``k``'s next segment of its piece: (got, start, end, is a match (``invert`` applied), stamp);
+    positions relative to ``i0``. The matches alternate with the text between them."""
+    cur = rx_get(work, wb, k, F_CUR)
+    hi = rx_get(work, wb, k, F_HI)
+    if cur >= hi:
+        return False, 0, 0, False, stamp
+    ms = rx_get(work, wb, k, F_MS)
+    if ms < cur:
+        lo = rx_get(work, wb, k, F_LO)
+        a, b, stamp = rx_search(buf, i0 + lo, i0 + hi, i0 + cur, ctab[CT_LEVELS][k, 0], ctab, work, wb + 2 * MAX_LEVELS,
+                                stamp)
+        ms, me = (a - i0, b - i0) if a >= 0 else (hi, hi)
+        rx_put(work, wb, k, F_MS, ms)
+        rx_put(work, wb, k, F_ME, me)
+    inv = ctab[CT_LEVELS][k, 2] != 0
+    if cur < ms:
+        rx_put(work, wb, k, F_CUR, ms)
+        return True, cur, ms, inv, stamp
+    me = rx_get(work, wb, k, F_ME)
+    rx_put(work, wb, k, F_CUR, me)
+    rx_put(work, wb, k, F_MS, -1)
+    return True, cur, me, not inv, stamp
+
+
+@K.device
+def rx_next_piece(buf, i0, k, ctab, work, wb, stamp):
+    """Level ``k``'s next piece (HF's ``Split`` behaviours, folded lazily): (got, start, end, stamp)."""
+    how = ctab[CT_LEVELS][k, 1]
+    while True:
+        got, a, b, m, stamp = rx_next_raw(buf, i0, k, ctab, work, wb, stamp)
+        has = rx_get(work, wb, k, F_HAS) != 0
+        if not got:
+            if has:
+                rx_put(work, wb, k, F_HAS, 0)
+                return True, rx_get(work, wb, k, F_PA), rx_get(work, wb, k, F_PB), stamp
+            return False, 0, 0, stamp
+        if how == 0:  # Removed
+            if not m:
+                return True, a, b, stamp
+            continue
+        if how == 1:  # Isolated
+            return True, a, b, stamp
+        prev = rx_get(work, wb, k, F_PREVM) != 0
+        if how == 2 and has and m and not prev:  # MergedWithPrevious: a match joins the text before it
+            rx_put(work, wb, k, F_PB, b)
+            rx_put(work, wb, k, F_PREVM, 1)
+            continue
+        if how == 3 and has and rx_get(work, wb, k, F_PM) != 0 and not m:  # MergedWithNext: a match joins the next
+            rx_put(work, wb, k, F_HAS, 0)
+            return True, rx_get(work, wb, k, F_PA), b, stamp
+        if how == 4 and has and m == prev:  # Contiguous: adjacent matches join
+            rx_put(work, wb, k, F_PB, b)
+            continue
+        pa = rx_get(work, wb, k, F_PA)
+        pb = rx_get(work, wb, k, F_PB)
+        rx_put(work, wb, k, F_PA, a)
+        rx_put(work, wb, k, F_PB, b)
+        rx_put(work, wb, k, F_PM, 1 if m else 0)
+        rx_put(work, wb, k, F_PREVM, 1 if m else 0)
+        rx_put(work, wb, k, F_HAS, 1)
+        if has:
+            return True, pa, pb, stamp
+
+
+@K.device(inline=True)
+def rx_start_level(work, wb, k, lo, hi):
+    for f in range(10):
+        rx_put(work, wb, k, f, 0)
+    rx_put(work, wb, k, F_LO, lo)
+    rx_put(work, wb, k, F_HI, hi)
+    rx_put(work, wb, k, F_CUR, lo)
+    rx_put(work, wb, k, F_MS, -1)
+
+
+@K.device(inline=True)
+def rx_begin(work, wb, ctab, n):
+    """Reset the regex state in ``work`` columns from ``wb`` for a gap of ``n`` bytes: (level, stamp)."""
+    col = wb + 2 * MAX_LEVELS
+    seen = work[4]
+    for q in range(ctab[CT_INSTS].shape[0]):
+        seen[col + q] = 0
+    rx_start_level(work, wb, 0, 0, n)
+    return 0, 0
+
+
+@K.device(inline=True)
+def rx_next_final(buf, i, ctab, work, wb, k, stamp):
+    """The next piece of the last Split level, the levels walked depth-first from level ``k``: (got, start, end
+    relative to ``i``, level, stamp)."""
+    last = ctab[CT_LEVELS].shape[0] - 1
+    while k >= 0:
+        got, a, b, stamp = rx_next_piece(buf, i, k, ctab, work, wb, stamp)
+        if not got:
+            k -= 1
+        elif k == last:
+            return True, a, b, k, stamp
+        else:
+            k += 1
+            rx_start_level(work, wb, k, a, b)
+    return False, 0, 0, k, stamp
+
+
+@K.device
+def encode_gap_regex(buf, i, s, voc, ctab, cfg, scr, wb, o, cap, row):
+    """:func:`~triton_textops.ops.bpe.encode.encode_gap` of a regex pre-tokenizer: the Split levels of ``ctab``
+    over ``buf[i:s]``, each final piece merged into ``ids[o:]``; the new ``o`` or -1 when the ids region is full."""
+    work = scr[S_WORK]
+    ids = scr[S_IDS]
+    base = wb + vm_columns(ctab[CT_INSTS].shape[0])  # the merge's own columns
+    k, stamp = rx_begin(work, wb, ctab, s - i)
+    while True:
+        got, a, b, k, stamp = rx_next_final(buf, i, ctab, work, wb, k, stamp)
+        if not got:
+            return o
+        if o + (b - a) > cap:
+            return -1
+        o = encode_piece(buf, i + a, i + b, voc, work, base, ids, o, scr[S_CACHE], row)
+
+
+@K.device
+def rx_pieces_item(t, data, offsets, ctab, work, out, cnt):
+    """Pre-tokenize text ``t`` (valid UTF-8, checked by the caller): its pieces' (start, end) into
+    ``out[:, offsets[t]:]`` (at most one per byte), their number into ``cnt[t]``. Work columns: ``t``'s
+    :func:`vm_columns`."""
+    lo = offsets[t]
+    hi = offsets[t + 1]
+    wb = t * vm_columns(ctab[CT_INSTS].shape[0])
+    k, stamp = rx_begin(work, wb, ctab, hi - lo)
+    c = 0
+    while True:
+        got, a, b, k, stamp = rx_next_final(data, lo, ctab, work, wb, k, stamp)
+        if not got or lo + c >= hi:
+            break
+        out[0, lo + c] = lo + a
+        out[1, lo + c] = lo + b
+        c += 1
+    cnt[t] = c
+
+
+PIECES = K.kernel(rx_pieces_item)
