@@ -165,7 +165,9 @@ def test_variants_bind_by_name_and_share_the_rest():
         "encode_gap"].py_func.__globals__["encode_piece"].py_func.__globals__["bpe_piece"]
     assert piece.py_func.__qualname__ == "bpe_piece__pair_at_span__span_pair"
     assert piece is not K._compiled("bpe_piece", "cpu")
-    glb = piece.py_func.__globals__  # the short path's call site inlined, the heap's calling the shared copy
+    # (bpe_piece's merge loop is merge_symbols, bound with it): the short path's call site inlined, the heap's
+    # calling the shared copy
+    glb = piece.py_func.__globals__["merge_symbols"].py_func.__globals__
     assert glb["pair_near"].py_func.__name__ == "span_pair" and glb["pair_at"].py_func.__name__ == "pair_at_span"
 
 

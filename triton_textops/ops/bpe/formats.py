@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from triton_textops.errors import ConfigError
 from triton_textops.ops.core.files import check_text
 from triton_textops.ops.core.hf_json import AddedToken, Padding, Truncation, padding, read_config, truncation
 from triton_textops.ops.core.validate import (
@@ -169,8 +169,10 @@ def read_tiktoken(path: str | os.PathLike, encoding: str) -> BPESpec:
     _check_bytes(vocab, path)
     n = RANK_COUNTS[encoding]
     if len(vocab) != n or max(vocab.values()) >= n + len(specials):  # (p50k: no rank at its special's id)
-        raise ConfigError(f"{path}: {len(vocab)} ranks (0 .. {max(vocab.values())}), but encoding {encoding!r} has {n} "
-                          f"ranks: a file of its own (load it with pattern= and special_tokens=)")
+        # warned, not refused: tiktoken loads such a file under the encoding's pattern and specials too (and the
+        # hostile-file layer accepts what tiktoken accepts), but a near-miss is never silent
+        warnings.warn(f"{path}: {len(vocab)} ranks (0 .. {max(vocab.values())}), but encoding {encoding!r} has {n} "
+                      f"ranks: if it is a file of its own, load it with pattern= and special_tokens=", stacklevel=3)
     clash = sorted(i for i in specials.values() if i in set(vocab.values()))
     if clash:
         raise ValueError(f"{path}: special token ids {clash[:5]} of encoding {encoding!r} are ranks of the file: "
