@@ -32,7 +32,7 @@ def tokenizers() -> list[BPETokenizer]:
         d = Path(tempfile.mkdtemp())  # a GPT-2 tokenizer.json with prefix spaces and flagged added tokens
         doc = {"model": {"type": "BPE", "vocab": json.loads((O.DATA / "encoder.json").read_text()),
                          "merges": (O.DATA / "vocab.bpe").read_text().split("\n")[1:-1]},
-               "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True, "use_regex": True},
+               "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
                "added_tokens": [{"id": 50257, "content": "<mask>", "lstrip": True, "rstrip": True, "special": True},
                                 {"id": 50258, "content": "ant", "single_word": True, "normalized": True}]}
         (d / "tokenizer.json").write_text(json.dumps(doc))

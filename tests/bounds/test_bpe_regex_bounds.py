@@ -35,7 +35,7 @@ def tokenizer() -> BPETokenizer:
         doc = json.loads(path.read_text(encoding="utf-8"))
         doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
             {"type": "Split", "pattern": {"Regex": p}, "behavior": b, "invert": i} for p, b, i in LEVELS] + [
-            {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}]}
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]}
         path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
         _TOK.append(BPETokenizer.from_pretrained(d))
     return _TOK[0]
