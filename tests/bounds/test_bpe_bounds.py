@@ -33,8 +33,10 @@ def tokenizers() -> list[BPETokenizer]:
         doc = {"model": {"type": "BPE", "vocab": json.loads((O.DATA / "encoder.json").read_text()),
                          "merges": (O.DATA / "vocab.bpe").read_text().split("\n")[1:-1]},
                "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-               "added_tokens": [{"id": 50257, "content": "<mask>", "lstrip": True, "rstrip": True, "special": True},
-                                {"id": 50258, "content": "ant", "single_word": True, "normalized": True}]}
+               "added_tokens": [{"id": 50257, "content": "<mask>", "single_word": False, "lstrip": True,
+                                 "rstrip": True, "normalized": False, "special": True},
+                                {"id": 50258, "content": "ant", "single_word": True, "lstrip": False,
+                                 "rstrip": False, "normalized": True, "special": False}]}
         (d / "tokenizer.json").write_text(json.dumps(doc))
         TOKS["gpt2"] = BPETokenizer.from_pretrained(d)
     return list(TOKS.values())
