@@ -26,7 +26,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) scripts/check_commit_subjects.py
 	# the KServe SDK's protobuf symbols clash with tritonclient.grpc's: its tests get their own process
-	$(PY) -m pytest -q $(XDIST) tests --ignore=tests/deploy/test_kserve.py
+	$(PY) -m pytest -q $(XDIST) --durations=15 tests --ignore=tests/deploy/test_kserve.py
 	$(PY) -m pytest -q tests/deploy/test_kserve.py
 	# the GPU kernels in numba-cuda's CUDA simulator, and the kernels with bounds checking: own processes
 	# (both variables must be set before numba is imported; bounds-checked code gets its own cache)
