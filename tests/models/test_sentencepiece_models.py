@@ -121,7 +121,8 @@ def test_streaming(tmp_path: Path, sp_dirs: dict, style: str) -> None:
         seqs = [ids[off[i]:off[i + 1]].tolist() for i in range(len(texts))]
         whole = tok.decode_sequences(ids, off, skip_special_tokens=True)  # HF's batch_decode (checked above)
         assert any(tok.tok._is_byte[i] for s in seqs for i in s)  # byte-fallback pieces are streamed
-        streams = [_deltas(rng, s) for s in seqs]
+        bos = tok.tok.token_to_id("<s>")  # (a first delta of a skipped special token: the text starts after it)
+        streams = [([[bos]] if k % 2 else []) + _deltas(rng, s) for k, s in enumerate(seqs)]
         got: list[list[bytes]] = [[] for _ in streams]
         pending = [(k, 0) for k in range(len(streams))]
         while pending:
@@ -141,4 +142,10 @@ def test_streaming(tmp_path: Path, sp_dirs: dict, style: str) -> None:
                 p.decode("utf-8")  # strict
             assert b"".join(pieces) == whole[k], (style, k, pieces)
             assert st.finish(st.key((f"s{k}", 0), 0)) == b""
-        assert not st.held
+        assert not st.held and not st.start_ids
+        # without a request id: each piece valid alone, decoded as the inside of a text (its `▁` space kept)
+        reqs = [m.make_request({"TOKENS_BATCH": np.array([[d]], np.int32),
+                                "SEQUENCE_LENGTH": np.array([[len(d)]], np.int32)}) for d in streams[2]]
+        alone = [m._outputs(r)["OUTPUT"][0] for r in m.execute(reqs)]
+        assert all(p.decode("utf-8") == p.decode("utf-8", "replace") for p in alone) and not st.held
+        assert b"".join(alone).replace("\ufffd".encode(), b"").strip() != b""

@@ -386,19 +386,21 @@ class LLMTokenizer:
 
     def _stream_bytes(self, ids: np.ndarray, offsets: np.ndarray, keys: list[bytes | None],
                       skip_special_tokens: bool) -> list[bytes]:
-        """SentencePiece deltas' raw bytes: a stream's first as a text starts, the others as its inside."""
-        inside = self.tok.decode_continuing(ids, offsets, skip_special_tokens=skip_special_tokens)
-        first, seen = [], set()
-        for r, k in enumerate(keys):  # (a stream's two deltas in one execute: only the earlier starts it)
-            if k not in seen and not self.stream.started(k):
-                first.append(r)
-            seen.add(k)
-        if first:
-            sub = np.concatenate([ids[offsets[r]:offsets[r + 1]] for r in first])
-            sub_off = np.cumsum([0] + [int(offsets[r + 1] - offsets[r]) for r in first])
-            for r, b in zip(first, self.tok.decode(sub, sub_off, skip_special_tokens=skip_special_tokens, errors=None)):
-                inside[r] = b
-        return inside
+        """SentencePiece deltas' raw bytes: a stream's inside as a text's inside, its start as a text starts (the
+        start's tokens kept while they decode to nothing: the start's rules reach the first token with bytes)."""
+        out = self.tok.decode_continuing(ids, offsets, skip_special_tokens=skip_special_tokens)
+        st, started = self.stream, set()
+        for r, k in enumerate(keys):  # (in order: a stream's two deltas in one execute)
+            if k is None or k in started or st.started(k):
+                continue
+            seq = np.concatenate([st.start_ids.pop(k, np.empty(0, np.int64)), ids[offsets[r]:offsets[r + 1]]])
+            out[r] = self.tok.decode(seq, np.array([0, seq.shape[0]]), skip_special_tokens=skip_special_tokens,
+                                     errors=None)[0]
+            if out[r] or seq.shape[0] > 256:  # (a start of nothing but 256 tokens: taken as started)
+                started.add(k)
+            else:
+                st.keep_start(k, seq)
+        return out
 
     def postprocess(self, requests: list[tuple[np.ndarray, np.ndarray]], *, skip_special_tokens: bool,
                     streaming: bool = False, streams: list[Hashable | None] | None = None) -> list[np.ndarray]:
@@ -513,9 +515,17 @@ class StreamText:
         self.held: OrderedDict[bytes, bytes] = OrderedDict()
         self.evicted = 0
         self.track_starts = track_starts  # (SentencePiece: an entry lives as long as its stream, maybe empty)
+        self.start_ids: OrderedDict[bytes, np.ndarray] = OrderedDict()  # streams whose tokens decoded to nothing yet
+
+    def keep_start(self, key: bytes, ids: np.ndarray) -> None:
+        """The tokens of a stream whose start decoded to nothing yet (SentencePiece), kept for its next piece."""
+        self.start_ids[key] = ids
+        if len(self.start_ids) > self.limit:
+            self.start_ids.popitem(last=False)
+            self.evicted += 1
 
     def started(self, key: bytes | None) -> bool:
-        """Whether the stream ``key`` had a piece (with ``track_starts``; a stream without an id: always, so that
+        """Whether the stream ``key`` had a piece with bytes (with ``track_starts``; without an id: always, so that
         no piece loses its leading space, although its first piece keeps the space the whole decode strips)."""
         return key is None or key in self.held
 
@@ -528,9 +538,10 @@ class StreamText:
         """The piece to send for a delta's bytes ``raw`` of the stream ``key`` (None: a stream without an id)."""
         if key is None:
             return valid_utf8(raw)
+        had = key in self.held
         data = self.held.pop(key, b"") + raw
         cut = incomplete_tail(data)
-        if cut < len(data) or self.track_starts:
+        if cut < len(data) or self.track_starts and (had or data):  # (an empty start: StreamText.start_ids)
             self.held[key] = data[cut:]
             if len(self.held) > self.limit:
                 self.held.popitem(last=False)
@@ -540,10 +551,12 @@ class StreamText:
 
     def finish(self, key: bytes) -> bytes:
         """The end of the stream ``key``: its held bytes as a whole decode ends (U+FFFD), released."""
+        self.start_ids.pop(key, None)
         return valid_utf8(self.held.pop(key, b""))
 
     def release(self, key: bytes) -> None:
         """A cancelled stream's held bytes dropped."""
+        self.start_ids.pop(key, None)
         self.held.pop(key, None)
 
 
