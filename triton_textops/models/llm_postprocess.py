@@ -2,10 +2,10 @@
 
 model.py: ``from triton_textops.models.llm_postprocess import TritonPythonModel``. Every sequence of every request of
 an ``execute`` is decoded by one launch. Parameters: ``tokenizer_dir`` (as ``llm_preprocess``),
-``skip_special_tokens`` (default true, as TensorRT-LLM), ``streaming`` (byte-level BPE): each output is a valid UTF-8
-piece of its tokens' bytes (no clean-up), a character cut between responses held back and sent whole with the next
-piece of a stream with a request id (:class:`~triton_textops.ops.llm.StreamText`: the pieces concatenate to the bytes
-of all its tokens; without an id, U+FFFD for the cut bytes).
+``skip_special_tokens`` (default true, as TensorRT-LLM), ``streaming`` (byte-level BPE, SentencePiece): each output
+is valid UTF-8, a piece of its tokens' bytes (no clean-up), a character cut between responses held back and sent
+whole with the next piece of a stream with a request id (:class:`~triton_textops.ops.llm.StreamText`: the pieces
+concatenate to the bytes of all its tokens; without an id, U+FFFD for the cut bytes).
 """
 
 from __future__ import annotations
