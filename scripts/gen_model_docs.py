@@ -23,8 +23,28 @@ ROLE_OF = {"tokenize": "text -> BERT rows", "features": "text -> readability fea
            "postprocess": "blend of two scores (the seed's)", "onnx_regressor": "an ONNX regressor (the example's "
            "bert-large stand-in; needs onnxruntime)", "forest": "a Treelite forest (the example's cuml stand-in; "
            "needs treelite)", "llm_preprocess": "prompts -> token ids, word lists, embedding bias: a drop-in for "
-           "TensorRT-LLM's `preprocessing`", "llm_postprocess": "token ids -> text (exact under streaming): a drop-in "
+           "TensorRT-LLM's `preprocessing`", "llm_postprocess": "token ids -> text (UTF-8 pieces under streaming): a drop-in "
            "for TensorRT-LLM's `postprocessing`"}
+
+_LLM_STREAM = (
+    "With `streaming: true` (byte-level BPE and SentencePiece; with a WordPiece tokenizer, whose decoder puts spaces "
+    "between tokens, `streaming` fails to load) each response is a valid UTF-8 piece, no clean-up of spaces "
+    "(`ops.llm.StreamText`). What the step gets: TensorRT-LLM's ensemble hands it each `tensorrt_llm` response's new "
+    "tokens only (no earlier tokens, no end flag), and Triton copies the client's request id and correlation id onto "
+    "every step's request. The bytes of a character cut between two responses (at most 3) are held back in the "
+    "instance, keyed by (request id, correlation id, row), and sent with that stream's next piece: a stream's pieces "
+    "concatenate to the bytes of all its tokens, an invalid byte U+FFFD as in the whole decode. An entry lives while "
+    "its stream holds bytes (SentencePiece: while the stream lives, its first piece decoded as a text's start, its "
+    "leading space stripped, the later ones as the inside, their `▁` spaces kept); at most 65536 per instance, the "
+    "least recently used dropped first. A stream that ends or is cancelled inside a character is never told to the "
+    "step: its unfinished bytes are never sent, as HF's `DecodeStream` ends it (`decode`, and TensorRT-LLM's BLS "
+    "`accumulate_tokens` path, whose every response is the whole decode as `streaming: false` gives it, end it with "
+    "U+FFFD). Requests without an id (the default of TensorRT-LLM's `end_to_end_grpc_client.py` and of Triton's "
+    "OpenAI frontend; the BLS passes none) cannot be told apart: each piece is made valid alone (cut bytes U+FFFD, "
+    "as TensorRT-LLM's per-delta decode; SentencePiece pieces keep their `▁` space). Request ids must be unique "
+    "among the streams in flight; the state is per instance, so `streaming` with more than one instance fails to "
+    "load. SentencePiece: an invalid run of byte pieces gets Python's U+FFFD count, where HF's ByteFallback writes "
+    "one per byte.")
 
 _LLM_SAME = ("Equal to TensorRT-LLM's own model.py (tensorrtllm_backend a315d2df, transformers 4.47.0) on the same "
              "config and requests, quirks included (tests/models/test_llm.py runs both), for byte-level BPE tokenizers "
@@ -55,10 +75,7 @@ NOTES = {
     "are encoded with it, queries as `add_special_tokens` says). Rejected: invalid UTF-8, a negative "
     "`REQUEST_OUTPUT_LEN` (theirs passes it on), bias weights not one per bias word.",
     "llm_postprocess": _LLM_SAME + " All sequences of all requests are decoded by one launch. `OUTPUT` is 1-D "
-    "(batch x beams texts), as theirs. With `streaming: true` each response's text is the exact bytes of its "
-    "tokens (no U+FFFD for a character split across responses, no clean-up of spaces): a stream's outputs "
-    "concatenate to the bytes of all its tokens (byte-level BPE only: with a WordPiece tokenizer, whose decoder puts "
-    "spaces between tokens, `streaming` fails to load). Rejected: token ids outside the vocabulary (theirs drops ids "
+    "(batch x beams texts), as theirs. " + _LLM_STREAM + " Rejected: token ids outside the vocabulary (theirs drops ids "
     "past its end and fails the `execute` on negative ones), a negative `SEQUENCE_LENGTH` (theirs slices from the end).",
 }
 

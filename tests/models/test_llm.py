@@ -6,7 +6,6 @@ byte and bit for bit, for GPT-2 (vocab.json + merges.txt), Llama-3-style and Qwe
 from __future__ import annotations
 
 import random
-import unicodedata
 
 import bpe_oracles as O
 import llm_dirs as L
@@ -15,7 +14,7 @@ import pytest
 from llm_reference import i32, obj, post_requests, run_batches, run_reference
 from llm_reference import same_outputs as _same
 
-from triton_textops.ops.llm import LLMTokenizer
+from triton_textops.ops.llm import LLMTokenizer, incomplete_tail
 
 TEXTS = [t for t in O.BPE_ADVERSARIAL if t] + O.random_texts(25, 12) + [
     "Hello , world ! Isn 't it nice ? I 'm sure they 're here , we 've seen it . ' quoted ' end .",
@@ -113,39 +112,97 @@ VOCABS = {"gpt2": ("dir", "gpt2"), "cl100k_base": ("tiktoken", "cl100k_base.tikt
           "llama3_json": ("dir", "llama3"), "qwen2_json": ("dir", "qwen2")}
 
 
+def _vocab_dir(tok_dirs: dict, vocab: str) -> tuple[object, str | None]:
+    how, what = VOCABS[vocab]
+    return (tok_dirs[what], None) if how == "dir" else (O.DATA / what, vocab)
+
+
+def _cuts(rng: random.Random, n: int) -> list[tuple[int, int]]:
+    """A stream of ``n`` tokens cut into deltas of 1-4 tokens (as a generator's steps)."""
+    out, a = [], 0
+    while a < n:
+        b = min(n, a + rng.randint(1, 4))
+        out.append((a, b))
+        a = b
+    return out
+
+
 @pytest.mark.parametrize("vocab", list(VOCABS))
-def test_streaming_is_exact(tmp_path, tok_dirs: dict, vocab: str) -> None:
-    """A stream of deltas cut at random token boundaries: each response's OUTPUT is the exact bytes of its tokens,
-    so the concatenation is the text, byte for byte, with no U+FFFD; TensorRT-LLM's per-delta decode (the
-    non-streaming model on the same deltas) loses characters split across deltas."""
+def test_streaming_pieces_are_utf8_and_exact(tmp_path, tok_dirs: dict, vocab: str) -> None:
+    """Many streams (request ids) interleaved through one model instance, several streams' deltas in each execute:
+    every piece is valid UTF-8 on its own (a client's strict ``bytes.decode``), each stream's pieces concatenate
+    to the bytes of all its tokens, and no state is left once every stream ended on a whole character. A stream
+    cut inside a character (``max_tokens``) keeps its unfinished bytes back (never sent: the step is told nothing
+    of the end); finishing it gives the whole decode's U+FFFD. TensorRT-LLM's per-delta decode is not exact."""
     from triton_textops.testing import load_model
 
-    how, what = VOCABS[vocab]
-    if how == "dir":
-        tok_dir, enc = tok_dirs[what], None
-    else:
-        tok_dir, enc = O.DATA / what, vocab
+    tok_dir, enc = _vocab_dir(tok_dirs, vocab)
     _, post = L.write_llm_models(tmp_path, tok_dir, streaming=True, encoding=enc, skip_special_tokens=False)
     rng = random.Random(vocab)
     with load_model(post) as m:
         tok = m.instance.tokenizer
-        ids = tok.bpe.encode([STREAM_TEXT], add_special_tokens=False, allowed_special="all").tolist()[0]
-        full = tok.bpe.decode(np.array(ids), np.array([0, len(ids)]), errors=None)[0]  # the decode of all the stream's tokens
-        assert full == (unicodedata.normalize("NFC", STREAM_TEXT) if tok.bpe.spec.nfc else STREAM_TEXT).encode()
-        lost = 0
-        for trial in range(25):
-            cuts = sorted(rng.sample(range(1, len(ids)), rng.randint(1, len(ids) - 1)))
-            deltas = [ids[a:b] for a, b in zip([0, *cuts], [*cuts, len(ids)])]
-            # one execute holds the deltas of several streams: each delta is its own request
-            reqs = [{"TOKENS_BATCH": np.array([[d]], np.int32), "SEQUENCE_LENGTH": np.array([[len(d)]], np.int32)}
-                    for d in deltas]
-            got = b"".join(r["OUTPUT"][0] for r in m.infer_batch(reqs))
-            assert got == full, (vocab, trial, cuts)
-            assert "\ufffd" not in got.decode("utf-8")
-            per_delta = tok.decode_sequences(np.concatenate([np.array(d) for d in deltas]),
-                                             np.cumsum([0] + [len(d) for d in deltas]), skip_special_tokens=False)
-            lost += b"".join(per_delta) != full
-        assert lost > 0  # the per-delta decode this parameter replaces is not exact on these cuts
+        texts = [STREAM_TEXT, "😀" * 40, "中文字符测试日本語のテキスト한국어" * 3, TEXTS[-3]]
+        streams, fulls = [], []
+        for k in range(120):
+            text = texts[k % len(texts)]
+            ids = tok.bpe.encode([text], add_special_tokens=False, allowed_special="all").tolist()[0]
+            streams.append([ids[a:b] for a, b in _cuts(rng, len(ids))])
+            fulls.append(tok.bpe.decode(np.array(ids), np.array([0, len(ids)]), errors=None)[0])
+        got: list[list[bytes]] = [[] for _ in streams]
+        pending = [(k, 0) for k in range(len(streams))]
+        while pending:  # a random batch of the streams' next deltas, each stream's in order
+            rng.shuffle(pending)  # (a stream is in pending once: its next delta waits for the one before)
+            size = rng.randint(1, 8)
+            batch, pending = pending[:size], pending[size:]
+            reqs = [m.make_request({"TOKENS_BATCH": np.array([[streams[k][j]]], np.int32),
+                                    "SEQUENCE_LENGTH": np.array([[len(streams[k][j])]], np.int32)},
+                                   request_id=f"stream-{k}") for k, j in batch]
+            for (k, j), resp in zip(batch, m.execute(reqs)):
+                got[k].append(m._outputs(resp)["OUTPUT"][0])
+                if j + 1 < len(streams[k]):
+                    pending.append((k, j + 1))
+        for k, pieces in enumerate(got):
+            for p in pieces:
+                p.decode("utf-8")  # strict: raises on a piece that is not UTF-8
+            assert b"".join(pieces) == fulls[k], (vocab, k)
+        assert not tok.stream.held  # every stream ended on a whole character: nothing held
+        # cut by max_tokens inside a character: its bytes held back, then released as a whole decode ends them
+        ids = [i for d in streams[0] for i in d]
+        n = next(n for n in range(1, len(ids)) if incomplete_tail(raw := tok.bpe.decode(
+            np.array(ids[:n]), np.array([0, n]), errors=None)[0]) < len(raw))
+        out = m.make_request({"TOKENS_BATCH": np.array([[ids[:n]]], np.int32),
+                              "SEQUENCE_LENGTH": np.array([[n]], np.int32)}, request_id="cut")
+        piece = m._outputs(m.execute([out])[0])["OUTPUT"][0]
+        assert piece == raw[:incomplete_tail(raw)] and len(tok.stream.held) == 1
+        tail = tok.stream.finish(tok.stream.key(("cut", 0), 0))
+        assert (piece + tail).decode("utf-8") == raw.decode("utf-8", "replace") and not tok.stream.held
+        assert (piece + tail).endswith("\ufffd".encode())
+        # without a request id a stream cannot be told from another: each piece valid alone, U+FFFD for cut bytes
+        def raw_of(deltas: list[list[int]]) -> list[bytes]:
+            off = np.cumsum([0] + [len(d) for d in deltas])
+            return tok.bpe.decode(np.concatenate([np.array(d) for d in deltas]), off, errors=None)
+
+        k = next(k for k, d in enumerate(streams) if any(incomplete_tail(b) < len(b) for b in raw_of(d)))
+        reqs = [m.make_request({"TOKENS_BATCH": np.array([[d]], np.int32),
+                                "SEQUENCE_LENGTH": np.array([[len(d)]], np.int32)}) for d in streams[k]]
+        alone = [m._outputs(r)["OUTPUT"][0] for r in m.execute(reqs)]
+        assert not tok.stream.held
+        for p, b in zip(alone, raw_of(streams[k])):
+            assert p.decode("utf-8") == b.decode("utf-8", "replace")
+        assert b"".join(alone) != fulls[k]
+
+
+def test_streaming_needs_one_instance(tmp_path, tok_dirs: dict) -> None:
+    """A stream's held-back bytes live in one instance, and Triton may send its next piece to another."""
+    from triton_textops.testing import load_model
+    from triton_textops.testing.harness import ModelLoadError
+
+    values = {"tokenizer_dir": str(tok_dirs["gpt2"]), "skip_special_tokens": "true", "postprocessing_instance_count": "2"}
+    cfg = L.trtllm_config("postprocessing", "postprocessing", **values)
+    cfg.parameters["streaming"].string_value = "true"
+    post = L.write_config_dir(tmp_path, "postprocessing", cfg, L.one_line("llm_postprocess"))
+    with pytest.raises(ModelLoadError, match="streaming: 2 instances.*count: 1"):
+        load_model(post)
 
 
 # ------------------------------------------------------------------------------------ bad input, config

@@ -1,16 +1,19 @@
-"""The LLM example in a real tritonserver, streamed over gRPC: exact bytes, and bad requests fail alone.
+"""The LLM example in a real tritonserver, streamed over gRPC: UTF-8 pieces, exact text, bad requests fail alone.
 
 ``triton-textops example llm`` writes TensorRT-LLM's ensemble with our ``llm_preprocess`` / ``llm_postprocess``
 (``streaming: true``) around the stand-in generator, which streams the prompt's own tokens back in chunks of 1-3
 tokens (seeded) with 20 ms between its steps. The tokenizer is a Llama-3-style tokenizer.json (cl100k ranks, BOS
 template): preprocessing adds ``<|begin_of_text|>``, the generator echoes it, postprocessing drops it
 (``skip_special_tokens``). So each stream's outputs must concatenate to the prompt's bytes exactly, although the
-multilingual and emoji characters are cut between chunks (checked: some outputs are not UTF-8 on their own).
+multilingual and emoji characters are cut between chunks (checked: some chunks' bytes are not UTF-8 on their own),
+and each output must decode strictly on its own, as TensorRT-LLM's clients and Triton's OpenAI frontend decode them:
+the postprocessing step holds a cut character's bytes back, keyed by the request id the ensemble passes it.
 Each request has its own gRPC stream, so an error belongs to the request that got it; every wait is bounded.
 """
 
 from __future__ import annotations
 
+import itertools
 import queue
 import time
 from collections.abc import Iterator
@@ -85,7 +88,11 @@ class Stream:
         return self
 
 
-def send(url: str, text: bytes, max_tokens: np.ndarray, stream: bool = True) -> Stream:
+_IDS = itertools.count()
+
+
+def send(url: str, text: bytes, max_tokens: np.ndarray, stream: bool = True, request_id: str | None = None) -> Stream:
+    """``text`` streamed back (each stream its own request id unless ``request_id`` says, "" for none)."""
     import tritonclient.grpc as grpcclient
     from tritonclient.utils import np_to_triton_dtype
 
@@ -98,7 +105,8 @@ def send(url: str, text: bytes, max_tokens: np.ndarray, stream: bool = True) -> 
         i = grpcclient.InferInput(name, list(arr.shape), np_to_triton_dtype(arr.dtype))
         i.set_data_from_numpy(arr)
         inputs.append(i)
-    client.async_stream_infer("ensemble", inputs, enable_empty_final_response=True)
+    rid = f"stream-{next(_IDS)}" if request_id is None else request_id
+    client.async_stream_infer("ensemble", inputs, request_id=rid, enable_empty_final_response=True)
     return s
 
 
@@ -116,7 +124,12 @@ def test_stream_concatenates_to_the_exact_text(llm_server: TritonServer) -> None
     assert s.error is None
     assert b"".join(s.outputs) == text
     assert len(s.outputs) > 20
-    assert any(not _valid_utf8(o) for o in s.outputs)  # characters were cut between responses, and come out whole
+    for o in s.outputs:
+        o.decode("utf-8")  # strict: each piece on its own
+    # without a request id a stream cannot be told from another's: each piece still valid UTF-8 (cut bytes U+FFFD)
+    anon = send(llm_server.grpc_url, text, np.array([[1000]], np.int32), request_id="").wait()
+    assert anon.error is None and all(_valid_utf8(o) for o in anon.outputs)
+    assert b"".join(anon.outputs) != text  # characters were cut between chunks: those a held-back piece made whole
     whole = send(llm_server.grpc_url, text, np.array([[1000]], np.int32), stream=False).wait()
     assert whole.error is None and whole.outputs == [text]
     nothing = send(llm_server.grpc_url, text, np.array([[0]], np.int32)).wait()  # one empty delta, then the end
@@ -141,3 +154,23 @@ def test_bad_requests_fail_alone_while_the_others_stream(llm_server: TritonServe
     # the errors came while every good stream was still going
     assert max(s.ended for s in bad.values()) < min(s.ended for s in good)
 
+
+
+def test_many_concurrent_streams_decode_piece_by_piece(llm_server: TritonServer) -> None:
+    """48 streams at once (multilingual, emoji runs, CJK), interleaved through one postprocessing instance: every
+    piece of every stream decodes strictly, each stream concatenates to its text; a stream cut by ``max_tokens``
+    inside a character ends on the last whole character (its unfinished bytes are never sent)."""
+    texts = [t.encode() for t in [*TEXTS, "😀🎉🍣🚀" * 12, "東京都の天気は晴れ、明日は雨でしょう。" * 3]]
+    streams = [(t, send(llm_server.grpc_url, t, np.array([[1000]], np.int32))) for t in texts * 8]
+    for text, s in streams:
+        s.wait()
+        assert s.error is None, s.error
+        for o in s.outputs:
+            o.decode("utf-8")
+        assert b"".join(s.outputs) == text
+    emoji = "😀🎉🍣🚀".encode()  # cut after a few tokens: inside an emoji for this tokenizer, or on a boundary
+    for n in range(1, 9):
+        s = send(llm_server.grpc_url, emoji, np.array([[n]], np.int32)).wait()
+        assert s.error is None and all(_valid_utf8(o) for o in s.outputs)
+        got = b"".join(s.outputs)
+        assert emoji.startswith(got)

@@ -2,9 +2,10 @@
 
 model.py: ``from triton_textops.models.llm_postprocess import TritonPythonModel``. Every sequence of every request of
 an ``execute`` is decoded by one launch. Parameters: ``tokenizer_dir`` (as ``llm_preprocess``),
-``skip_special_tokens`` (default true, as TensorRT-LLM), ``streaming`` (byte-level BPE): each output is the exact bytes
-of its tokens (no U+FFFD for a character split across responses, no clean-up), so a stream's outputs concatenate to
-the bytes of all its tokens.
+``skip_special_tokens`` (default true, as TensorRT-LLM), ``streaming`` (byte-level BPE, SentencePiece): each output
+is valid UTF-8, a piece of its tokens' bytes (no clean-up), a character cut between responses held back and sent
+whole with the next piece of a stream with a request id (:class:`~triton_textops.ops.llm.StreamText`: the pieces
+concatenate to the bytes of all its tokens; without an id, U+FFFD for the cut bytes).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ class TritonPythonModel(LLMModel):
         *LLM_PARAMS,
         Param("skip_special_tokens", "bool", default=True, help="drop special tokens from the text"),
         Param("streaming", "bool", default=False,
-              help="outputs are the exact bytes of their tokens: a stream's outputs concatenate to its full text"),
+              help="outputs are valid UTF-8 pieces: a stream's (with a request id) concatenate to its full text"),
     ]
     INPUTS = {
         "tokens": TensorSpec("TOKENS_BATCH", "TYPE_INT32", (-1, -1)),
@@ -35,9 +36,11 @@ class TritonPythonModel(LLMModel):
 
     def read(self, request: Any) -> Any:
         tokens, lengths = (io.to_array(io.get_tensor(self.pb, request, self.names[r]), np) for r in self.INPUTS)
-        return check_sequences(tokens, lengths, self.tokenizer.n_ids, self.names)  # (flat ids, offsets)
+        rid, cid = request.request_id(), request.correlation_id()  # (what identifies a stream: ops.llm.StreamText)
+        return check_sequences(tokens, lengths, self.tokenizer.n_ids, self.names), (rid, cid) if rid or cid else None
 
     def compute(self, items: list[Any]) -> list[dict[str, Any]]:
         p = self.params
-        outs = self.tokenizer.postprocess(items, skip_special_tokens=p["skip_special_tokens"], streaming=p["streaming"])
+        outs = self.tokenizer.postprocess([i[0] for i in items], skip_special_tokens=p["skip_special_tokens"],
+                                          streaming=p["streaming"], streams=[i[1] for i in items])
         return [{"output": o} for o in outs]

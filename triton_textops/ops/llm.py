@@ -11,15 +11,17 @@ computes with ``transformers.AutoTokenizer`` (4.47) on it:
   offsets padded with 0 / -1; the embedding bias summed per token id in the weights' order.
 - :meth:`LLMTokenizer.postprocess`: every sequence of every request decoded by one ``decode``; whole sequences as HF
   decodes them (U+FFFD for invalid UTF-8, ``clean_up_tokenization_spaces`` as tokenizer_config.json sets it), or
-  with ``streaming`` (byte-level BPE) the exact bytes of each sequence's tokens, so a stream's outputs concatenate
-  to the bytes of all its tokens.
+  with ``streaming`` (byte-level BPE) each delta's bytes through :class:`StreamText`: every piece valid UTF-8.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -209,7 +211,10 @@ class LLMTokenizer:
             self._load_any(tokenizer_dir, device)
         self.n_ids = int(getattr(self.tok, "n_ids", self.tok.vocab_size))  # ids 0 .. n_ids - 1 decode
         self.family = self.tok.family
-        self.exact_stream = self.family == "bpe"  # byte-level: a stream's decodes concatenate to its text's bytes
+        # byte-level BPE: a delta's bytes never depend on its neighbours; SentencePiece: they do on whether the delta
+        # starts its stream (the start's rules: StreamText.started); WordPiece puts spaces between words: neither
+        self.exact_stream = self.family in ("bpe", "sentencepiece")
+        self.stream = StreamText(track_starts=self.family == "sentencepiece")
         self.warm_up()
 
     def _load_bpe(self, tokenizer_dir: str | os.PathLike, encoding: str | None, device: str) -> None:
@@ -370,7 +375,7 @@ class LLMTokenizer:
     def decode_sequences(self, ids: np.ndarray, offsets: np.ndarray, *, skip_special_tokens: bool,
                          streaming: bool = False) -> list[bytes]:
         """UTF-8 of each sequence: HF's ``batch_decode`` (U+FFFD for invalid bytes, the clean-up rule), or with
-        ``streaming`` the exact bytes of its tokens."""
+        ``streaming`` the raw bytes of its tokens (made pieces by :class:`StreamText`)."""
         if streaming:
             return self.tok.decode(ids, offsets, skip_special_tokens=skip_special_tokens, errors=None)
         # (the family's own U+FFFD rule: HF's ByteFallback replaces each byte of an invalid run of byte pieces)
@@ -379,26 +384,180 @@ class LLMTokenizer:
             texts = [clean_up_tokenization(t) for t in texts]
         return [t.encode("utf-8") for t in texts]
 
+    def _stream_bytes(self, ids: np.ndarray, offsets: np.ndarray, keys: list[bytes | None],
+                      skip_special_tokens: bool) -> list[bytes]:
+        """SentencePiece deltas' raw bytes: a stream's inside as a text's inside, its start as a text starts (the
+        start's tokens kept while they decode to nothing: the start's rules reach the first token with bytes)."""
+        out = self.tok.decode_continuing(ids, offsets, skip_special_tokens=skip_special_tokens)
+        st, started = self.stream, set()
+        for r, k in enumerate(keys):  # (in order: a stream's two deltas in one execute)
+            if k is None or k in started or st.started(k):
+                continue
+            seq = np.concatenate([st.start_ids.pop(k, np.empty(0, np.int64)), ids[offsets[r]:offsets[r + 1]]])
+            out[r] = self.tok.decode(seq, np.array([0, seq.shape[0]]), skip_special_tokens=skip_special_tokens,
+                                     errors=None)[0]
+            if out[r] or seq.shape[0] > 256:  # (a start of nothing but 256 tokens: taken as started)
+                started.add(k)
+            else:
+                st.keep_start(k, seq)
+        return out
+
     def postprocess(self, requests: list[tuple[np.ndarray, np.ndarray]], *, skip_special_tokens: bool,
-                    streaming: bool = False) -> list[np.ndarray]:
+                    streaming: bool = False, streams: list[Hashable | None] | None = None) -> list[np.ndarray]:
         """OUTPUT of each request given as its checked sequences (:func:`check_sequences`: flat ids, offsets of the
         batch x beams sequences): a 1-D object array of its texts, every sequence of every request decoded by one
-        call."""
+        call. With ``streaming``, each request's stream id (``streams``, None: none) keys :attr:`stream` (one
+        :class:`StreamText` per tokenizer: per model instance), in the order the requests come."""
         if len(requests) == 1:
             ids, offsets = requests[0]
         else:
             ids = np.concatenate([r[0] for r in requests])
             shift = np.cumsum([0] + [r[0].shape[0] for r in requests[:-1]])
             offsets = np.concatenate([[0]] + [r[1][1:] + s for r, s in zip(requests, shift)])
-        texts = self.decode_sequences(ids, offsets, skip_special_tokens=skip_special_tokens, streaming=streaming)
+        st = self.stream
+        keys: list[bytes | None] = []
+        if streaming:
+            for k, (_, off) in enumerate(requests):
+                sid = streams[k] if streams is not None else None
+                keys += [None if sid is None else st.key(sid, r) for r in range(off.shape[0] - 1)]
+        if streaming and st.track_starts:
+            texts = self._stream_bytes(ids, offsets, keys, skip_special_tokens)
+        else:
+            texts = self.decode_sequences(ids, offsets, skip_special_tokens=skip_special_tokens, streaming=streaming)
         out, start = [], 0
         for _, off in requests:
             c = off.shape[0] - 1
             arr = np.empty(c, dtype=np.object_)
-            arr[:] = texts[start:start + c]
+            if streaming:
+                arr[:] = [st.piece(keys[start + r], texts[start + r]) for r in range(c)]
+            else:
+                arr[:] = texts[start:start + c]
             out.append(arr)
             start += c
         return out
+
+
+# ------------------------------------------------------------------------------------------- streaming
+
+# the second byte a lead byte allows (RFC 3629's table; any further byte is 80..BF), the bytes it needs in all
+_SECOND = {0xE0: (0xA0, 0xBF), 0xED: (0x80, 0x9F), 0xF0: (0x90, 0xBF), 0xF4: (0x80, 0x8F)}
+
+
+def _need(lead: int) -> int:
+    """Bytes of the UTF-8 sequence ``lead`` starts (0: not a lead byte, C0 C1 F5..FF included)."""
+    return 2 if 0xC2 <= lead <= 0xDF else 3 if 0xE0 <= lead <= 0xEF else 4 if 0xF0 <= lead <= 0xF4 else 0
+
+
+def incomplete_tail(b: bytes) -> int:
+    """Where ``b``'s unfinished character starts: the start of its last 1-3 bytes when they are a proper prefix of
+    a valid UTF-8 sequence (a lead byte and the continuation bytes it allows), else ``len(b)``. Cutting there never
+    changes a decode with U+FFFD (the maximal-subpart rule of Python's and Rust's decoders): the bytes before it
+    decode alone as they do followed by the rest, since a lead byte ends any sequence before it."""
+    n = len(b)
+    for i in range(n - 1, max(n - 4, -1), -1):
+        c = b[i]
+        if c & 0xC0 == 0x80:  # a continuation byte: look further back
+            continue
+        need = _need(c)
+        if not need or n - i >= need:
+            return n
+        if n - i > 1:
+            lo, hi = _SECOND.get(c, (0x80, 0xBF))
+            if not lo <= b[i + 1] <= hi:
+                return n
+        return i  # (every byte after the second is a continuation byte: checked by the loop)
+    return n
+
+
+def valid_utf8(b: bytes) -> bytes:
+    """``b`` when it is UTF-8, else its decode with U+FFFD (one per maximal invalid subpart) encoded again."""
+    try:
+        b.decode("utf-8")
+        return b
+    except UnicodeDecodeError:
+        return b.decode("utf-8", "replace").encode("utf-8")
+
+
+STREAM_LIMIT = 65536  # streams with bytes held back, per model instance (each a 16-byte key and <= 3 bytes)
+
+
+class StreamText:
+    """Each streamed delta's bytes made a valid UTF-8 piece: the bytes of a character cut between two deltas are
+    held back and sent with the piece that completes it, so the pieces of a stream concatenate to its tokens' bytes,
+    each piece valid UTF-8 on its own (a client may ``bytes.decode("utf-8")`` each), an invalid byte U+FFFD as in
+    the decode of the whole stream.
+
+    Why keyed state. TensorRT-LLM's postprocessing step gets each response's new tokens only (TOKENS_BATCH,
+    SEQUENCE_LENGTH; no earlier tokens, no end flag), so the bytes held back must wait in the model for the
+    stream's next piece, keyed by what identifies a stream there: the request id and correlation id that
+    Triton's ensemble copies onto every step's request (and the row, the beam). A request carrying neither (the
+    default of TensorRT-LLM's clients and of Triton's OpenAI frontend) cannot be told from another stream's: its
+    piece is made valid alone (an unfinished character at either end U+FFFD, as TensorRT-LLM's per-delta decode).
+
+    Bounded: an entry exists only while a stream holds bytes (<= 3, the start of one character) and goes as soon
+    as the next piece completes it; at most ``limit`` entries, the least recently used dropped first (its stream's
+    next piece then starts with bytes it cannot complete: U+FFFD). A stream that ends or is cancelled inside a
+    character leaves its entry until :meth:`finish` / :meth:`release` or eviction: the postprocessing step is
+    told nothing of a stream's end, so such a tail is never sent (HF's ``DecodeStream`` drops it too; a whole
+    decode, as TensorRT-LLM's BLS ``accumulate_tokens`` path sends, ends it with U+FFFD: :meth:`finish` does).
+    Request ids must be unique among the streams in flight (as TensorRT-LLM's cancellation needs them).
+
+    SentencePiece (``track_starts``): a delta's bytes depend on whether it starts its stream (the first token's
+    rule, the leading space HF's Strip / sentencepiece's dummy prefix removes), so each stream with an id keeps an
+    entry (maybe empty) until it is evicted, finished or released; a stream's later deltas decode as the inside of
+    a text (:meth:`~triton_textops.ops.sentencepiece.tokenizer.SentencePieceTokenizer.decode_continuing`), its
+    byte-fallback pieces' bytes held back as byte-level BPE's. An evicted live stream's next piece starts again
+    (its leading space dropped). U+FFFD follows Python's rule here (one per maximal invalid subpart), where HF's
+    ByteFallback writes one per byte of an invalid run of byte pieces."""
+
+    def __init__(self, limit: int = STREAM_LIMIT, *, track_starts: bool = False) -> None:
+        self.limit = limit
+        self.held: OrderedDict[bytes, bytes] = OrderedDict()
+        self.evicted = 0
+        self.track_starts = track_starts  # (SentencePiece: an entry lives as long as its stream, maybe empty)
+        self.start_ids: OrderedDict[bytes, np.ndarray] = OrderedDict()  # streams whose tokens decoded to nothing yet
+
+    def keep_start(self, key: bytes, ids: np.ndarray) -> None:
+        """The tokens of a stream whose start decoded to nothing yet (SentencePiece), kept for its next piece."""
+        self.start_ids[key] = ids
+        if len(self.start_ids) > self.limit:
+            self.start_ids.popitem(last=False)
+            self.evicted += 1
+
+    def started(self, key: bytes | None) -> bool:
+        """Whether the stream ``key`` had a piece with bytes (with ``track_starts``; without an id: always, so that
+        no piece loses its leading space, although its first piece keeps the space the whole decode strips)."""
+        return key is None or key in self.held
+
+    @staticmethod
+    def key(stream: Hashable, row: int) -> bytes:
+        """The bounded key (16 bytes) of row ``row`` (batch x beams, row-major) of the stream ``stream``."""
+        return hashlib.blake2b(repr((stream, row)).encode(), digest_size=16).digest()
+
+    def piece(self, key: bytes | None, raw: bytes) -> bytes:
+        """The piece to send for a delta's bytes ``raw`` of the stream ``key`` (None: a stream without an id)."""
+        if key is None:
+            return valid_utf8(raw)
+        had = key in self.held
+        data = self.held.pop(key, b"") + raw
+        cut = incomplete_tail(data)
+        if cut < len(data) or self.track_starts and (had or data):  # (an empty start: StreamText.start_ids)
+            self.held[key] = data[cut:]
+            if len(self.held) > self.limit:
+                self.held.popitem(last=False)
+                self.evicted += 1
+            data = data[:cut]
+        return valid_utf8(data)
+
+    def finish(self, key: bytes) -> bytes:
+        """The end of the stream ``key``: its held bytes as a whole decode ends (U+FFFD), released."""
+        self.start_ids.pop(key, None)
+        return valid_utf8(self.held.pop(key, b""))
+
+    def release(self, key: bytes) -> None:
+        """A cancelled stream's held bytes dropped."""
+        self.start_ids.pop(key, None)
+        self.held.pop(key, None)
 
 
 # ------------------------------------------------------------------------------------------- pure steps

@@ -38,6 +38,16 @@ MULTIMODAL_TENSORS = frozenset({
 })
 
 
+def instance_count(cfg: dict) -> int:
+    """The model's instances: each group's count, times its GPUs for KIND_GPU (Triton's config JSON)."""
+    total = 0
+    for g in cfg.get("instance_group") or [{}]:
+        count = int(g.get("count", 1))
+        gpus = g.get("gpus") or []
+        total += count * max(1, len(gpus)) if g.get("kind") == "KIND_GPU" else count
+    return total
+
+
 class LLMModel(TextOpsModel):
     """TextOpsModel with an :class:`LLMTokenizer`; auto-complete writes every tensor of TensorRT-LLM's config."""
 
@@ -71,7 +81,11 @@ class LLMModel(TextOpsModel):
         if p.get("streaming") and not tok.exact_stream:
             raise ConfigError(f"model '{model}': streaming: tokenizer_dir is a {tok.family} tokenizer, whose deltas "
                               "do not decode to pieces of the text (spaces go between its tokens): streaming needs "
-                              "a byte-level BPE tokenizer")
+                              "a byte-level BPE or SentencePiece tokenizer")
+        if p.get("streaming") and (n := instance_count(self.model_config)) > 1:
+            raise ConfigError(f"model '{model}': streaming: {n} instances: a stream's held-back bytes live in the "
+                              "instance that got its previous piece, and Triton sends its next piece to any: set "
+                              "instance_group to one instance (count: 1, one GPU)")
 
     def model_config_dtype(self, role: str) -> Any:
         """NumPy dtype of the config tensor playing ``role`` (the spec's type when the config leaves it out)."""

@@ -381,6 +381,44 @@ class SentencePieceTokenizer(Placed):
                 out.append(self._replace_row(ids, offsets, r, skip_special_tokens))
         return out
 
+    def _context_id(self) -> int:
+        """An ordinary id whose bytes are the same in both tables, not empty, not a space, not a byte piece: what
+        :meth:`decode_continuing` puts before each text (found once)."""
+        got = getattr(self, "_ctx", None)
+        if got is None:
+            pool, off, special, fpool, foff, _ = self._dec_host
+            for i in range(len(off) - 1):
+                b = pool[off[i]:off[i + 1]].tobytes()
+                if b and b[:1] != b" " and not special[i] and not self._is_byte[i] \
+                        and b == fpool[foff[i]:foff[i + 1]].tobytes():
+                    try:
+                        b.decode("utf-8")
+                    except UnicodeDecodeError:
+                        continue
+                    got = self._ctx = (i, len(b))
+                    break
+            else:
+                raise ConfigError("the tokenizer has no piece that decodes alike at a text's start and inside it: "
+                                  "a stream's pieces cannot be decoded")
+        return got
+
+    def decode_continuing(self, ids: Any, offsets: Any, *, skip_special_tokens: bool = False) -> list[bytes]:
+        """The raw bytes of each text of ``ids`` as a piece of a longer text after a non-empty start (a stream's
+        delta): without the start's rules (the first token's table, the leading spaces stripped), so a text's
+        decode is its first piece's decode followed by its other pieces' (byte-fallback bytes raw: a character's
+        bytes may be cut between pieces). Each text is decoded behind a context piece whose bytes are cut off."""
+        ctx, n_ctx = self._context_id()
+        host_ids = np.asarray(K.to_host(self.xp.asarray(ids).reshape(-1), self.target), dtype=np.int64)
+        host_off = np.asarray(K.to_host(self.xp.asarray(offsets).reshape(-1), self.target), dtype=np.int64)
+        if host_off.shape[0] < 1 or host_off[0] != 0 or (np.diff(host_off) < 0).any() \
+                or host_off[-1] != host_ids.shape[0]:
+            raise InputError("offsets must be n+1 non-decreasing entries from 0 to the number of ids")
+        n = host_off.shape[0] - 1
+        framed = np.insert(host_ids, host_off[:-1], ctx)
+        got = decode_batch(self, SP_DECODE, self._dec, framed, host_off + np.arange(n + 1), skip_special_tokens,
+                           None, f"0 .. {self.n_ids - 1}")
+        return [b[n_ctx:] for b in got]
+
     def _replace_row(self, ids: Any, offsets: Any, r: int, skip: bool) -> str:
         """Row ``r`` decoded with the reference's U+FFFD rule (a row that is not UTF-8: rare, on the host)."""
         host_ids = np.asarray(K.to_host(self.xp.asarray(ids).reshape(-1), self.target), dtype=np.int64)

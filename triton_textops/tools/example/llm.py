@@ -9,8 +9,9 @@ unchanged:
 * ``generator``: the stand-in for ``tensorrt_llm`` (:mod:`triton_textops.tools.example.llm_generator`, copied as
   its model.py): decoupled, the same tensors as ``tensorrt_llm``, streams the prompt's own tokens back in chunks
   of random sizes (seeded), so the text a client must get is known without a model;
-* ``postprocessing``: our ``llm_postprocess`` with ``streaming: true``: each chunk's output is the exact bytes of
-  its tokens, so a stream's outputs concatenate to the exact text even where a character is split across chunks;
+* ``postprocessing``: our ``llm_postprocess`` with ``streaming: true``: each chunk's output is valid UTF-8 (a
+  character split across chunks held back until it is whole), so a stream's outputs (sent with a request id)
+  concatenate to the exact text;
 * ``ensemble``: TensorRT-LLM's ensemble (``text_input``, ``decoder_text_input``, ``max_tokens``, ``bad_words``,
   ``stop_words``,
   ``end_id``, ``pad_id``, ``embedding_bias_words``, ``embedding_bias_weights``, ``stream`` → ``text_output``).
