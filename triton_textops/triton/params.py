@@ -69,15 +69,20 @@ def _unset(p: Param, value: str) -> bool:
     return is_placeholder(value) or (not value.strip() and p.kind not in ("str", "names"))
 
 
+def parse_bool(raw: str) -> bool:
+    """A boolean parameter's value, spelled as TensorRT-LLM's model.py spells them; ValueError otherwise."""
+    low = raw.lower()
+    if low in _TRUE or low in _FALSE:
+        return low in _TRUE
+    raise ValueError("expected true or false (TensorRT-LLM's spellings, any case: true/false, 1/0, t/f, y/n, yes/no)")
+
+
 def _convert(p: Param, raw: str, model_dir: str, check_paths: bool = True) -> Any:
     text = raw.strip()
     if p.kind == "str":
         return raw
     if p.kind == "bool":
-        low = raw.lower()
-        if low in _TRUE or low in _FALSE:
-            return low in _TRUE
-        raise ValueError("expected true or false (TensorRT-LLM's spellings, any case: true/false, 1/0, t/f, y/n, yes/no)")
+        return parse_bool(raw)
     if p.kind == "int":
         value: Any = int(text)
     elif p.kind == "float":
