@@ -57,8 +57,12 @@ _LLM_SAME = ("Equal to TensorRT-LLM's own model.py (tensorrtllm_backend a315d2df
              "HF tokenizers' encode / decode of the same file). Where theirs fails the whole "
              "`execute` or passes bad values on, ours answers that request alone with INVALID_ARG naming the tensor; "
              "a config with TensorRT-LLM's multimodal tensors, or a non-empty `multimodal_model_path`, fails to "
-             "load (multimodal preprocessing is out of scope); a boolean parameter that is not true/false/t/f/y/n/1/0/"
-             "yes/no/on/off fails to load (theirs warns and takes true).")
+             "load (multimodal preprocessing is out of scope). Parameters are read as theirs reads them: an unfilled "
+             "`${...}` placeholder (what fill_template.py leaves of a key it is not given), an empty value, or a "
+             "missing `add_special_tokens` / `skip_special_tokens` / `max_num_images` takes the default with one "
+             "warning line naming it (tests/models/test_trtllm_params.py: every subset of the templates' keys); a "
+             "boolean takes their spellings (true/false/t/f/y/n/1/0/yes/no, any case), any other value fails to "
+             "load naming the parameter (theirs warns and takes true).")
 _TOKENIZER = ("The tokenizer is `vocab` (a WordPiece vocab.txt, `lowercase` as given, default true) or `tokenizer` (a "
               "tokenizer.json directory or file of any family the loader reads: WordPiece or byte-level BPE, casing "
               "and special tokens as the file says, rows as HF tokenizers' truncated and padded encodings; a BPE pads "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from string import Template
 from typing import Any
 
 import bpe_oracles as O
@@ -59,12 +60,11 @@ MULTIMODAL_INPUTS = ("IMAGE_BYTES", "IMAGE_URL", "VIDEO_BYTES", "PROMPT_TABLE_EX
 
 
 def trtllm_config(kind: str, name: str, *, drop_inputs: bool = True, drop_outputs: bool = True,
-                  **values: str) -> Any:
-    """TensorRT-LLM's ``preprocessing`` / ``postprocessing`` config.pbtxt filled in (``values`` over :data:`FILL`),
-    as a ModelConfig named ``name``, its multimodal inputs (``drop_inputs``) and outputs (``drop_outputs``) removed."""
-    text = (REF / kind / "config.pbtxt").read_text()
-    for key, value in {**FILL, **values}.items():
-        text = text.replace("${" + key + "}", value)
+                  fill: dict[str, str] = FILL, **values: str) -> Any:
+    """TensorRT-LLM's ``preprocessing`` / ``postprocessing`` config.pbtxt filled in (``values`` over ``fill``) as its
+    tools/fill_template.py fills it (``string.Template.safe_substitute``: a key not given stays ``${key}``), as a
+    ModelConfig named ``name``, its multimodal inputs (``drop_inputs``) and outputs (``drop_outputs``) removed."""
+    text = Template((REF / kind / "config.pbtxt").read_text()).safe_substitute({**fill, **values})
     cfg = C.parse_config_text(text, f"{kind}/config.pbtxt")
     cfg.name = name
     keep_in = [t for t in cfg.input if not (drop_inputs and t.name in MULTIMODAL_INPUTS)]

@@ -260,6 +260,8 @@ def test_errors_name_the_option(tmp_path, kw, fake_files):
         (dict(kw, preprocess_params={"max_length": 64}), "'max_length' is set by create_repository"),
         (dict(kw, preprocess_params={"lowercas": "true"}), "unknown parameter 'lowercas'"),
         (dict(kw, preprocess_params={"lowercase": False}), "the artifact is uncased but preprocess lowercase=false"),
+        (dict(kw, preprocess_params={"lowercase": "on"}), "invalid value for parameter 'lowercase'"),  # load would fail
+        (dict(kw, preprocess_params={"lowercase": "N"}), "the artifact is uncased but preprocess lowercase=false"),
     ]
     for opts, message in cases:
         with pytest.raises(RepositoryError, match=message):

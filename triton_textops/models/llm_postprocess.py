@@ -17,14 +17,14 @@ import numpy as np
 from triton_textops.ops.llm import check_sequences
 from triton_textops.triton import io
 from triton_textops.triton.base import TensorSpec
-from triton_textops.triton.llm import LLM_PARAMS, LLMModel
+from triton_textops.triton.llm import LLM_PARAMS, SKIP_SPECIAL_TOKENS, LLMModel
 from triton_textops.triton.params import Param
 
 
 class TritonPythonModel(LLMModel):
     PARAMS = [
         *LLM_PARAMS,
-        Param("skip_special_tokens", "bool", default=True, help="drop special tokens from the text"),
+        SKIP_SPECIAL_TOKENS,
         Param("streaming", "bool", default=False,
               help="outputs are valid UTF-8 pieces: a stream's (with a request id) concatenate to its full text"),
     ]

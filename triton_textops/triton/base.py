@@ -99,8 +99,8 @@ class TextOpsModel:
     # ------------------------------------------------------------------------- configuration
 
     @classmethod
-    def _params(cls, cfg: dict, model_dir: str = "", check_paths: bool = False) -> dict[str, Any]:
-        return parse_parameters(cfg, COMMON_PARAMS + cls.PARAMS, model_dir, check_paths=check_paths)
+    def _params(cls, cfg: dict, model_dir: str = "", check_paths: bool = False, warn: Any = None) -> dict[str, Any]:
+        return parse_parameters(cfg, COMMON_PARAMS + cls.PARAMS, model_dir, check_paths=check_paths, warn=warn)
 
     @classmethod
     def _names(cls, cfg: dict, params: dict[str, Any]) -> dict[str, str]:
@@ -344,7 +344,8 @@ class TextOpsModel:
 
         self.pb = pb_utils
         self.model_config = cfg = json.loads(args["model_config"])
-        params = self._params(cfg, args["model_repository"], check_paths=True)
+        # (auto-complete parsed them too, silently: the unset ones are logged once, here)
+        params = self._params(cfg, args["model_repository"], check_paths=True, warn=pb_utils.Logger.log_warn)
         self.names = self._names(cfg, params)
         self.params = self.bind_config(cfg, params, self.names)
         outputs = {t["name"]: t for t in cfg.get("output", [])}

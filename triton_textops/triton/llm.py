@@ -21,15 +21,22 @@ LLM_PARAMS = [
     Param("encoding", "choice", default=None, choices=tuple(ENCODINGS),
           help="the encoding of a .tiktoken tokenizer_dir (its pattern and special tokens)"),
 ]
-ADD_SPECIAL_TOKENS = Param("add_special_tokens", "bool", default=True,
+# TensorRT-LLM's model.py warns when these keys are absent (or not set) and uses true
+ADD_SPECIAL_TOKENS = Param("add_special_tokens", "bool", default=True, warn_absent=True,
                            help="the tokenizer's template tokens (e.g. Llama-3's BOS) around each query")
+SKIP_SPECIAL_TOKENS = Param("skip_special_tokens", "bool", default=True, warn_absent=True,
+                            help="drop special tokens from the text")
 _UNSET = ("", "${multimodal_model_path}")  # TensorRT-LLM's model.py reads both as "no multimodal model"
 TRTLLM_MULTIMODAL_PARAMS = [
-    Param("multimodal_model_path", "str", default="", help="TensorRT-LLM's; must be empty (multimodal is out of scope)",
+    Param("multimodal_model_path", "str", default="", quiet=True,
+          help="TensorRT-LLM's; must be empty (multimodal is out of scope)",
           check=lambda v: None if v.strip() in _UNSET else "multimodal preprocessing is out of scope of this model: "
           "use TensorRT-LLM's preprocessing model.py for multimodal models"),
-    Param("gpt_model_path", "str", default="", help="TensorRT-LLM's (read for multimodal models only): unused"),
-    Param("max_num_images", "str", default="", help="TensorRT-LLM's (multimodal models only): unused"),
+    Param("gpt_model_path", "str", default="", quiet=True,
+          help="TensorRT-LLM's (read for multimodal models only): unused"),
+    # TensorRT-LLM warns when it is absent, empty or a placeholder, and uses None
+    Param("max_num_images", "int", default=None, minimum=0, warn_absent=True,
+          help="TensorRT-LLM's (multimodal models only): unused"),
 ]
 MULTIMODAL_TENSORS = frozenset({
     "IMAGE_BYTES", "IMAGE_URL", "VIDEO_BYTES", "PROMPT_TABLE_EXTRA_ID", "OUT_PROMPT_TABLE_EXTRA_IDS", "PIXEL_VALUES",

@@ -4,6 +4,13 @@ Each model declares its parameters as :class:`Param` entries; :func:`parse_param
 ``string_value`` strings Triton hands over, resolves paths against the model directory (plain relative
 paths and ``$$TRITON_MODEL_DIRECTORY/...``) and fails model load with a :class:`ConfigError` that names
 the parameter for anything unknown or invalid.
+
+Unset values are read as TensorRT-LLM's ``preprocessing`` / ``postprocessing`` model.py read them: a parameter
+with a default whose value is empty or an unfilled ``${...}`` placeholder (what ``fill_template.py`` leaves of a
+key it was not given) takes its default, with one warning line naming it; ``warn_absent`` parameters (those
+TensorRT-LLM warns about when their key is missing) also warn when absent. Booleans take TensorRT-LLM's spellings.
+Any other value a parameter cannot read fails model load (where TensorRT-LLM would warn and use its default, a
+typo such as ``flase`` silently becoming true).
 """
 
 from __future__ import annotations
@@ -19,9 +26,10 @@ from triton_textops.errors import ConfigError
 TRITON_PARAMETERS = frozenset({"FORCE_CPU_ONLY_INPUT_TENSORS", "EXECUTION_ENV_PATH"})
 MODEL_DIR_VAR = "$$TRITON_MODEL_DIRECTORY"
 _REQUIRED = object()
-# TensorRT-LLM's model.py files also take t / y / f / n: a config written for them loads here unchanged
-_TRUE = {"true", "1", "yes", "on", "t", "y"}
-_FALSE = {"false", "0", "no", "off", "f", "n"}
+# exactly the spellings of TensorRT-LLM's preprocessing / postprocessing model.py (``value.lower()`` in their list,
+# no strip): a config written for them reads the same here, and one they would not read (" true", "on") fails load
+_TRUE = {"true", "1", "t", "y", "yes"}
+_FALSE = {"false", "0", "f", "n", "no"}
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,8 @@ class Param:
     minimum: float | None = None
     help: str = ""
     check: Callable[[Any], str | None] | None = None  # returns an error text, or None when valid
+    warn_absent: bool = False  # a missing key logs the default it takes (TensorRT-LLM's model.py does)
+    quiet: bool = False  # an empty / placeholder value takes the default without a warning (as TensorRT-LLM does)
 
     @property
     def required(self) -> bool:
@@ -48,15 +58,31 @@ def resolve_path(value: str, model_dir: str) -> str:
     return value if os.path.isabs(value) else os.path.join(model_dir, value)
 
 
+def is_placeholder(value: str) -> bool:
+    """A ``${name}`` placeholder that ``fill_template.py`` (``string.Template.safe_substitute``) left unfilled."""
+    text = value.strip()
+    return text.startswith("${") and text.endswith("}") and "}" not in text[2:-1]
+
+
+def _unset(p: Param, value: str) -> bool:
+    """An unfilled placeholder; or empty, for a parameter whose kind has no empty value (str and names have)."""
+    return is_placeholder(value) or (not value.strip() and p.kind not in ("str", "names"))
+
+
+def parse_bool(raw: str) -> bool:
+    """A boolean parameter's value, spelled as TensorRT-LLM's model.py spells them; ValueError otherwise."""
+    low = raw.lower()
+    if low in _TRUE or low in _FALSE:
+        return low in _TRUE
+    raise ValueError("expected true or false (TensorRT-LLM's spellings, any case: true/false, 1/0, t/f, y/n, yes/no)")
+
+
 def _convert(p: Param, raw: str, model_dir: str, check_paths: bool = True) -> Any:
     text = raw.strip()
     if p.kind == "str":
         return raw
     if p.kind == "bool":
-        low = text.lower()
-        if low in _TRUE or low in _FALSE:
-            return low in _TRUE
-        raise ValueError("expected true or false")
+        return parse_bool(raw)
     if p.kind == "int":
         value: Any = int(text)
     elif p.kind == "float":
@@ -83,11 +109,17 @@ def _convert(p: Param, raw: str, model_dir: str, check_paths: bool = True) -> An
 
 
 def parse_parameters(
-    model_config: Mapping[str, Any], specs: list[Param], model_dir: str, *, check_paths: bool = True
+    model_config: Mapping[str, Any],
+    specs: list[Param],
+    model_dir: str,
+    *,
+    check_paths: bool = True,
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Typed values of every declared parameter (defaults filled); raise :class:`ConfigError` naming
     the first unknown, missing or invalid one. ``check_paths=False`` skips file existence checks
-    (auto-complete runs before the files matter)."""
+    (auto-complete runs before the files matter). ``warn`` gets one line per parameter that takes its
+    default from an unset value (and per absent ``warn_absent`` one)."""
     name = model_config.get("name", "?")
     raw: dict[str, str] = {}
     for key, val in (model_config.get("parameters") or {}).items():
@@ -100,6 +132,16 @@ def parse_parameters(
             )
     out: dict[str, Any] = {}
     for p in specs:
+        if p.name in raw and _unset(p, raw[p.name]):
+            if p.required:
+                raise ConfigError(f"model '{name}': parameter '{p.name}' is not set (value {raw[p.name]!r}): "
+                                  f"fill it in ({p.help})")
+            if warn and not p.quiet:
+                warn(f"model '{name}': parameter '{p.name}' is not set (value {raw[p.name]!r}): "
+                     f"using its default {_shown(p.default)}")
+            del raw[p.name]
+        elif p.name not in raw and p.warn_absent and warn:
+            warn(f"model '{name}': parameter '{p.name}' is not in the config: using its default {_shown(p.default)}")
         if p.name not in raw:
             if p.required:
                 raise ConfigError(f"model '{name}': missing required parameter '{p.name}' ({p.help})")
@@ -116,3 +158,7 @@ def parse_parameters(
             raise ConfigError(f"model '{name}': invalid value {text!r} for parameter '{p.name}': {e}") from None
         out[p.name] = value
     return out
+
+
+def _shown(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else repr(value)

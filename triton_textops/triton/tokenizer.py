@@ -26,7 +26,8 @@ TOKENIZER_PARAMS = [
 ]
 
 
-def tokenizer_params(cls: Any, cfg: dict, model_dir: str = "", check_paths: bool = False) -> dict[str, Any]:
+def tokenizer_params(cls: Any, cfg: dict, model_dir: str = "", check_paths: bool = False,
+                     warn: Any = None) -> dict[str, Any]:
     """The parameters, with ``vocab`` or ``tokenizer`` (the other None): vocab.txt is the default without tokenizer."""
     given, model = cfg.get("parameters") or {}, cfg.get("name", "?")
     if "tokenizer" in given and ("vocab" in given or "lowercase" in given):
@@ -35,7 +36,7 @@ def tokenizer_params(cls: Any, cfg: dict, model_dir: str = "", check_paths: bool
                           "tokenizer.json, its casing as the file says) or 'vocab' (a vocab.txt) with 'lowercase'")
     unused = "vocab" if "tokenizer" in given else "tokenizer"
     specs = [p for p in COMMON_PARAMS + cls.PARAMS if p.name != unused]
-    return {**parse_parameters(cfg, specs, model_dir, check_paths=check_paths), unused: None}
+    return {**parse_parameters(cfg, specs, model_dir, check_paths=check_paths, warn=warn), unused: None}
 
 
 def load_tokenizer(model: TextOpsModel) -> Any:

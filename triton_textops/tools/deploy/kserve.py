@@ -8,8 +8,8 @@ The startup and readiness probes ask Triton whether the served ensemble is ready
 only once every model of the repository has loaded. Triton keeps saying "ready" when a Python model's stub process
 has died (every request to it then fails; the r24.10 Python backend does not restart it), so the liveness probe
 sends one tiny real inference instead (:mod:`triton_textops.tools.probe`: an exec probe running ``python3``, which the
-Triton image has for its Python backend) to the served ensemble and to every python model outside it; three
-failures in a row make Kubernetes restart the container.
+Triton image has for its Python backend; decoupled models over gRPC streaming) to the served ensemble and to every
+python model outside it; three failures in a row make Kubernetes restart the container.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 TRITON_HTTP_PORT = 8080  # the kserve-tritonserver runtime's --http-port
+TRITON_GRPC_PORT = 9000  # and its --grpc-port (decoupled models are probed over gRPC streaming)
 LIVENESS_TIMEOUT_S = 10.0  # per probe request; a dead stub answers an error after ~1.2 s
 ANNOTATION_MODELS = "triton-textops/models"
 ANNOTATION_DEFAULT_MODEL = "triton-textops/default-model"
@@ -157,7 +158,7 @@ def build_inference_service(
     startup = k8s.V1Probe(http_get=ready, period_seconds=10, failure_threshold=60)
     liveness = k8s.V1Probe(
         _exec=k8s.V1ExecAction(command=exec_probe_command(liveness_targets(info, served), port=TRITON_HTTP_PORT,
-                                                          timeout=LIVENESS_TIMEOUT_S)),
+                                                          grpc_port=TRITON_GRPC_PORT, timeout=LIVENESS_TIMEOUT_S)),
         period_seconds=30,
         timeout_seconds=int(LIVENESS_TIMEOUT_S * 2),
         failure_threshold=3,

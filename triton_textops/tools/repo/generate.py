@@ -31,6 +31,7 @@ from triton_textops.tools.repo.requirements import (
     requirements_text,
 )
 from triton_textops.triton.config import ConfigError, model_config_pb2, write_config
+from triton_textops.triton.params import parse_bool
 
 __all__ = [
     "RepositoryError",
@@ -200,7 +201,10 @@ def _check_preprocess_params(params: Mapping[str, Any], features_lowercase: bool
                 f"preprocess_params: unknown parameter '{key}' (known: {', '.join(sorted(known - set(_OWN_PREPROCESS_PARAMS)))})"
             )
         out[key] = _as_param_value(value)
-    lowercase = out.get("lowercase", "true").strip().lower() in ("true", "1", "yes", "on")
+    try:
+        lowercase = parse_bool(out.get("lowercase", "true"))  # (as the model will read it at load)
+    except ValueError as exc:
+        raise RepositoryError(f"preprocess_params: invalid value for parameter 'lowercase': {exc}") from None
     if lowercase != features_lowercase:
         casing = "uncased" if features_lowercase else "cased"
         raise RepositoryError(

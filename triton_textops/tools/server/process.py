@@ -328,7 +328,7 @@ class TritonServer:
         """
         from triton_textops.tools.probe import probe  # noqa: PLC0415
 
-        results = probe(self.http_url, models, timeout=timeout)
+        results = probe(self.http_url, models, timeout=timeout, grpc_url=self.grpc_url)
         failed = [r for r in results if not r.ok]
         if failed or not results:
             lines = [r.render() for r in failed] or ["no python models to probe (name one)"]
