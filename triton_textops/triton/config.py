@@ -52,9 +52,10 @@ def model_config_pb2() -> ModuleType:
         return mod
     spec = importlib.util.find_spec("tritonclient")
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError(
-            "tritonclient is needed to parse config.pbtxt with Triton's schema: "
-            "pip install 'triton-textops[server]'"
+        raise ModuleNotFoundError(
+            "tritonclient (Triton's config schema, no gRPC client needed) is needed to parse config.pbtxt: "
+            "pip install 'triton-textops[testing]' (the server, pack and deploy extras carry it too)",
+            name="tritonclient",
         )
     for base in spec.submodule_search_locations:
         path = Path(base) / "grpc" / "model_config_pb2.py"
@@ -70,7 +71,7 @@ def model_config_pb2() -> ModuleType:
                 sys.modules.pop(_PB2_NAME, None)
                 raise
             return mod
-    raise ImportError("tritonclient is installed but has no grpc/model_config_pb2.py")
+    raise ModuleNotFoundError("tritonclient is installed but has no grpc/model_config_pb2.py", name="tritonclient")
 
 
 def _text_format() -> Any:

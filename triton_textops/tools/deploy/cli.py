@@ -101,9 +101,14 @@ def _notes(info: RepositoryInfo) -> None:
 
 
 def _kserve(args: argparse.Namespace) -> int:
-    from triton_textops.tools.deploy.kserve import build_inference_service, inference_service_to_yaml  # noqa: PLC0415
+    from triton_textops.tools.deploy.kserve import (  # noqa: PLC0415
+        _sdk,
+        build_inference_service,
+        inference_service_to_yaml,
+    )
 
     try:
+        _sdk()  # the deploy extra, checked before the repository
         info = inspect_repository(args.repo)
         isvc = build_inference_service(
             info,

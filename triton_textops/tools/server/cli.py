@@ -53,6 +53,11 @@ def _print_failures(failures: Mapping[str, str], log_file: Path | None) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from triton_textops.tools import import_client  # noqa: PLC0415
+    from triton_textops.triton.config import model_config_pb2  # noqa: PLC0415
+
+    import_client("http")  # the server extra, checked before a server starts
+    model_config_pb2()  # the config schema (the summary reads each config.pbtxt)
     t0 = time.monotonic()
     extra = list(args.passthrough)
     bad = [a for a in extra if not a.startswith("-")]

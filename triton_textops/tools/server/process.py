@@ -376,9 +376,9 @@ def _http_client(url: str) -> InferenceServerClient:
     """A tritonclient.http client for ``host:port`` with short timeouts (the startup loop polls it)."""
     try:
         import tritonclient.http as httpclient  # noqa: PLC0415 - the 'server' extra, needed only to start one
-    except ImportError as exc:
-        raise TritonServerError("starting tritonserver needs tritonclient[http]: "
-                                "pip install 'triton-textops[server]'") from exc
+    except ModuleNotFoundError as exc:  # the CLI turns it into one line naming the extra
+        raise ModuleNotFoundError("starting tritonserver needs tritonclient[http]: "
+                                  "pip install 'triton-textops[server]'", name=exc.name) from exc
     return httpclient.InferenceServerClient(url, connection_timeout=2.0, network_timeout=2.0)
 
 
