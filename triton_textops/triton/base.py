@@ -214,6 +214,24 @@ class TextOpsModel:
             unmatched[kind] = [n for n in declared[kind] if n not in by_name]
             missing[kind] = [r for r, s in roles[kind].items() if not s.optional and names[r] not in declared[kind]]
         if any(unmatched.values()) or any(missing.values()):
+            # a tensor named after a role it cannot carry: its type is the cause, reported first (a tensor_names
+            # suggestion or "remove it" would mislead); the hint is the mapping once its type is right
+            clashes = []
+            for kind in ("input", "output"):
+                for role in missing[kind]:
+                    spec = roles[kind][role]
+                    for n in unmatched[kind]:
+                        dtype = declared[kind][n]["data_type"]
+                        if n.lower() in (role.lower(), spec.name.lower()) and dtype not in _family(spec.data_type):
+                            clashes.append((kind, n, role, dtype, spec.data_type))
+            if clashes:
+                fixed = {k: dict(v) for k, v in declared.items()}
+                for kind, n, _, _, want in clashes:
+                    fixed[kind][n] = {**declared[kind][n], "data_type": want}
+                hint = cls._suggest(fixed, names, params, unmatched, missing)
+                first = "; ".join(f"{kind} '{n}' (role '{role}') is {dtype}, but the role needs {_family_text(want)}"
+                                  for kind, n, role, dtype, want in clashes)
+                raise ConfigError(f"model '{model}': {first}. {context}. Once its data_type is fixed: {hint}")
             parts = []
             for kind in ("input", "output"):
                 if unmatched[kind]:
