@@ -18,6 +18,7 @@ from triton_textops.bundled import vocab_path
 from triton_textops.cli import main
 from triton_textops.testing import load_model, run_ensemble
 from triton_textops.testing import pb_utils as pb
+from triton_textops.testing.ensemble import EnsembleError
 from triton_textops.tools.repo.generate import (
     ENSEMBLE,
     MODELS,
@@ -29,7 +30,13 @@ from triton_textops.tools.repo.generate import (
     plan_repository,
     read_requirements,
 )
-from triton_textops.triton.config import config_to_text, load_config, model_config_pb2, parse_config_text
+from triton_textops.triton.config import (
+    config_to_text,
+    ensemble_client_names,
+    load_config,
+    model_config_pb2,
+    parse_config_text,
+)
 from triton_textops.triton.params import resolve_path
 
 MEMBERS = [m for m in MODELS if m != ENSEMBLE]
@@ -398,3 +405,45 @@ def test_cli_cpu_repository_needs_only_the_python_backend(tmp_path, features_art
     assert main(["repo", "create", str(tmp_path / "explicit"), "--device", "cpu", "--backends", "native",
                  "--features", str(features_artifact)]) == 0
     assert load_config(tmp_path / "explicit" / "cuml").backend == "fil"
+
+
+def test_errors_in_an_ensemble_name_the_input_the_client_sent(tmp_path, kw):
+    """Issue 47: postprocess reads the client's BERT_WEIGHT as BERT_WEIGHT_INPUT; repo create writes that as its
+    client_names parameter, so a bad weight names BERT_WEIGHT and the row (run by the ensemble runner)."""
+    root = create_repository(tmp_path / "r", **kw, device="cpu")
+    assert param(load_config(root / "postprocess"), "client_names") == "BERT_WEIGHT_INPUT=BERT_WEIGHT"
+    assert param(load_config(root / "preprocess"), "client_names") == "INPUT0=excerpt"
+
+    def score(inputs):
+        return {"OUTPUT__0": np.zeros((len(next(iter(inputs.values()))), 1), np.float32)}
+
+    models = {"bert-large": score, "cuml": lambda x: {"output__0": score(x)["OUTPUT__0"]}}
+    excerpts = np.array(texts(2, start=3), dtype=object).reshape(-1, 1)
+    with pytest.raises(EnsembleError) as exc:
+        run_ensemble(root, ENSEMBLE, {"excerpt": excerpts, "BERT_WEIGHT": np.array([[0.5], [1.5]], np.float32)},
+                     models=models)
+    assert ("input 'BERT_WEIGHT' (BERT_WEIGHT_INPUT in model 'postprocess') must be finite and within [0, 1]: "
+            "row 1 is 1.5") in str(exc.value)
+
+
+def test_client_names_from_ensembles_leave_out_ambiguous_inputs():
+    pb2 = model_config_pb2()
+    configs = {}
+    for name, source in (("e1", "weight"), ("e2", "w")):
+        ens = pb2.ModelConfig(name=name, platform="ensemble")
+        for t in (source, "text"):
+            ens.input.add(name=t)
+        step = ens.ensemble_scheduling.step.add(model_name="post", model_version=-1)
+        step.input_map.update({"W": source, "TEXT": "text", "X": "made_by_a_step"})
+        configs[name] = ens
+    # W is fed 'weight' by e1 and 'w' by e2: no single name; TEXT is 'text' in both; X is no ensemble input
+    assert ensemble_client_names(configs) == {"post": {"TEXT": "text"}}
+
+
+def test_client_names_must_name_config_inputs(tmp_path, kw):
+    root = create_repository(tmp_path / "r", **kw, device="cpu")
+    cfg = load_config(root / "postprocess")
+    cfg.parameters["client_names"].string_value = "WEIGHT=BERT_WEIGHT"
+    (root / "postprocess" / "config.pbtxt").write_text(config_to_text(cfg))
+    with pytest.raises(Exception, match="client_names: 'WEIGHT' is not a config input"):
+        load_model(root / "postprocess")

@@ -30,7 +30,13 @@ from triton_textops.tools.repo.requirements import (
     read_requirements,
     requirements_text,
 )
-from triton_textops.triton.config import ConfigError, model_config_pb2, write_config
+from triton_textops.triton.config import (
+    CLIENT_NAMES_PARAM,
+    ConfigError,
+    ensemble_client_names,
+    model_config_pb2,
+    write_config,
+)
 
 __all__ = [
     "RepositoryError",
@@ -420,7 +426,7 @@ def plan_repository(
     plan.python_models = [m for m in MODELS if m in python_models]
     plan.requirements = list(dict.fromkeys(r for m in plan.python_models for r in MODEL_REQUIREMENTS.get(m, ())))
     plan.files[REQUIREMENTS_FILE] = requirements_text(plan.python_models, plan.requirements)
-    return plan
+    return add_client_names(plan)
 
 
 def _ensemble(max_batch_size: int, width: int) -> Any:
@@ -535,6 +541,17 @@ def _check_target(plan: RepositoryPlan, root: Path, overwrite: bool) -> None:
         raise RepositoryError(
             f"{root} already has model(s) {', '.join(existing)}; use overwrite=True (--overwrite) to replace them"
         )
+
+
+def add_client_names(plan: RepositoryPlan) -> RepositoryPlan:
+    """Our Python models learn which ensemble input the client sends for each of theirs (the ``client_names``
+    parameter), so their errors name it: a Python model never sees the ensemble that calls it."""
+    ours = {rel.split("/")[0] for rel, data in plan.files.items()
+            if rel.endswith("/1/model.py") and data.startswith(b"from triton_textops.models.")}
+    for name, names in ensemble_client_names(plan.configs).items():
+        if name in ours:
+            _param(plan.configs[name], CLIENT_NAMES_PARAM, ",".join(f"{k}={v}" for k, v in names.items()))
+    return plan
 
 
 def write_plan(plan: RepositoryPlan, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
