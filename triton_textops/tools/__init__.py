@@ -29,5 +29,6 @@ def import_client(protocol: str) -> ModuleType:
     except RuntimeError as exc:
         if "does not include" not in str(exc):
             raise
-        missing = getattr(exc.__cause__, "name", None) or ("grpc" if protocol == "grpc" else "geventhttpclient")
+        # named after the protocol's own client library (the extra that carries it), whichever of its modules failed
+        missing = "grpc" if protocol == "grpc" else "geventhttpclient"
         raise ModuleNotFoundError(f"tritonclient has no {protocol} support ({exc})", name=missing) from None
