@@ -106,6 +106,20 @@ def test_the_readme_opens_with_how_to_install() -> None:
     assert re.search(r"^wheel:.*\n\t.*pip wheel --no-deps -w dist \.$", (REPO / "Makefile").read_text(), re.M)
 
 
+def test_clients_connect_to_the_ports_serve_is_given() -> None:
+    """Issue 47: `serve` picks free ports unless told; a client block connecting to a fixed port follows a serve
+    command that sets it (--grpc-port / --http-port), or it gets Connection refused."""
+    checked = 0
+    bs = blocks("README.md")
+    for i, b in enumerate(bs):
+        for port in re.findall(r'InferenceServerClient\("127\.0\.0\.1:(\d+)"', b.code):
+            kind = "grpc" if "grpc" in b.code else "http"
+            before = [c for p in bs[:i] if p.kind == "bash" for c in _commands(p.code) if " serve " in c]
+            assert before and f"--{kind}-port {port}" in before[-1], (b.label, port, before[-1:])
+            checked += 1
+    assert checked
+
+
 def test_the_readme_links_its_docs() -> None:
     assert {"envs/README.md", "deploy/README.md", "stub_build/README.md", "examples/README.md", "docs/features.md",
             "docs/models.md"} <= set(DOCS)

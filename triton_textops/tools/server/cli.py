@@ -104,12 +104,12 @@ def _serve(args: argparse.Namespace) -> int:
             if logged:
                 print(f"full server log: {log_file}", file=sys.stderr)
         return 1
+    if server.failures:  # --exit-on-error=false: it serves the others (said before "ready", not after it)
+        _print_failures(server.failures, None)
     print(f"tritonserver ready in {time.monotonic() - t0:.1f}s serving {server.model_repository}\n"
-          f"  HTTP    {server.http_url}\n  gRPC    {server.grpc_url}\n  metrics {server.metrics_url}\n"
+          f"  HTTP    http://{server.http_url}\n  gRPC    {server.grpc_url}\n  metrics {server.metrics_url}\n"
           f"  log     {server.log_path}\n  probe   triton-textops probe {server.http_url}\n"
           "Press Ctrl-C to stop.", flush=True)
-    if server.failures:  # --exit-on-error=false: it serves the others
-        _print_failures(server.failures, None)
     try:
         while server.running:
             time.sleep(0.5)

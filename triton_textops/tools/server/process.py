@@ -122,7 +122,8 @@ class TritonServer:
     # -- public properties ------------------------------------------------------------------------------------
     @property
     def http_url(self) -> str:
-        """``host:port`` for ``tritonclient.http`` (no scheme, as tritonclient expects)."""
+        """``host:port`` for ``tritonclient.http`` (no scheme, as tritonclient expects: ``http://`` + it for a
+        URL, as ``serve`` prints it)."""
         return f"127.0.0.1:{self.http_port}"
 
     @property
