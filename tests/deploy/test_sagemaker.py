@@ -151,3 +151,15 @@ def test_python_models_without_a_textops_env_are_refused(make_repo, tmp_path, ca
     assert "postprocess, preprocess import triton_textops but name no EXECUTION_ENV_PATH" in capsys.readouterr().err
     assert not out.exists()
     assert main(["deploy", "sagemaker", str(repo), "-o", str(out), "--image-has-textops"]) == 0 and out.is_file()
+
+
+def test_archive_writing_reports_progress(make_repo, tmp_path):
+    """Issue 47: a 394 MB archive took 67 s with no output; a line comes every few seconds (here: every file)."""
+    from triton_textops.tools.deploy import inspect_repository
+    from triton_textops.tools.deploy.sagemaker import write_model_archive
+
+    lines: list[str] = []
+    info = inspect_repository(make_repo("cpu"))
+    write_model_archive(info, tmp_path / "out" / "model.tar.gz", progress=lines.append, every_s=0.0)
+    assert lines and all(line.startswith("archived ") and " MiB (" in line for line in lines), lines
+    assert lines[-1].split()[1] == lines[-1].split()[3]  # the last: everything archived

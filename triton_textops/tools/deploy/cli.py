@@ -171,7 +171,10 @@ def _sagemaker(args: argparse.Namespace) -> int:
         env = container_environment(info, args.default_model, extra)
         if not _check_image("sagemaker", info, args.image_has_textops):
             return 2
-        archive = write_model_archive(info, args.output)
+        print(f"writing {args.output} (gzip; an env in the repository makes this minutes)...", file=sys.stderr,
+              flush=True)
+        archive = write_model_archive(info, args.output,
+                                      progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True))
     except DeployError as exc:
         return _fail("sagemaker", exc)
     env_file = Path(args.env_file) if args.env_file else archive.parent / ENV_FILE_NAME

@@ -88,6 +88,7 @@ def _serve(args: argparse.Namespace) -> int:
     # SIGTERM/SIGHUP (kill, closed terminal) stop the server like Ctrl-C instead of orphaning it
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGHUP, _interrupt)
+    server.progress = lambda line: print(f"  {line}", flush=True)
     try:
         server.start()
     except KeyboardInterrupt:
