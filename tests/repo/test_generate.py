@@ -383,11 +383,28 @@ def test_cli_requires_device_and_features(tmp_path, features_artifact):
     assert os.path.isfile(vocab_path())
 
 
-def test_cli_cpu_repository_needs_only_the_python_backend(tmp_path, features_artifact, capsys):
-    """Issue 26: `repo create --device cpu` loads in a server without the onnxruntime/fil backends (the wheel's),
-    as `example readability --device cpu` does; --device gpu keeps Triton's native backends."""
+def test_cli_cpu_and_gpu_repositories_differ_only_in_instance_group(tmp_path, features_artifact, capsys):
+    """Issue 47: the seed's promise, all-CPU to all-GPU is a one-line change in each config, by default."""
+    out = {}
+    for device in ("cpu", "gpu"):
+        assert main(["repo", "create", str(tmp_path / device), "--device", device, "--features",
+                     str(features_artifact)]) == 0
+        out[device] = files_of(tmp_path / device)
+    assert load_config(tmp_path / "cpu" / "cuml").backend == "fil"
+    assert load_config(tmp_path / "cpu" / "cuml").parameters["model_type"].string_value == "treelite_checkpoint"
+    assert set(out["cpu"]) == set(out["gpu"])
+    for rel in out["cpu"]:
+        a, b = out["cpu"][rel].read_bytes(), out["gpu"][rel].read_bytes()
+        diff = [d for d in difflib.ndiff(a.decode().splitlines(), b.decode().splitlines()) if d[:2] in ("- ", "+ ")]
+        assert all("kind: KIND_" in d for d in diff), (rel, diff)
+
+
+def test_cli_standins_need_only_the_python_backend(tmp_path, features_artifact, capsys):
+    """Issue 26: `repo create --device cpu --backends python` loads in a server without the onnxruntime/fil
+    backends (the wheel's), as `example readability --device cpu` does; by default Triton's native backends."""
     cpu, gpu = tmp_path / "cpu", tmp_path / "gpu"
-    assert main(["repo", "create", str(cpu), "--device", "cpu", "--features", str(features_artifact)]) == 0
+    assert main(["repo", "create", str(cpu), "--device", "cpu", "--backends", "python", "--features",
+                 str(features_artifact)]) == 0
     assert "python backends for bert-large and cuml" in capsys.readouterr().out
     used = {m: (load_config(cpu / m).backend or load_config(cpu / m).platform) for m in MODELS}
     assert used == {m: "ensemble" if m == "ensemble_all" else "python" for m in MODELS}
