@@ -74,6 +74,8 @@ _MODULES = {
     BERT: "triton_textops.models.onnx_regressor",
     CUML: "triton_textops.models.forest",
 }
+# the same by model module (what `deploy` checks a repository's python models against: their model.py imports it)
+MODULE_REQUIREMENTS: dict[str, tuple[str, ...]] = {_MODULES[m]: reqs for m, reqs in MODEL_REQUIREMENTS.items()}
 # dynamic batching max_queue_delay_microseconds by default: 0 (was 100). On the CPU (benchmarks/perf.py tune, issue
 # 27) preprocess had more throughput with no delay than with 100 us at concurrency 1 and 64 (the same at 8): what
 # queues while an instance is busy is still batched. One value for both devices (--device changes only the
