@@ -6,14 +6,16 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint venv clean hooks bench-check
+.PHONY: test demo lint venv clean hooks bench-check wheel
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): $(PY) pyproject.toml
+	@echo "[1/2] upgrading pip in $(VENV)"
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,server,example,deploy]'
+	@echo "[2/2] installing triton-textops[dev,server,example,deploy] into $(VENV) (a few minutes the first time)"
+	$(PY) -m pip install --progress-bar on -e '.[dev,server,example,deploy]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -38,8 +40,13 @@ bench-check: $(STAMP)
 	$(PY) -m pytest -q --timing -m timing tests --ignore=tests/deploy/test_kserve.py
 
 # make demo [ARGS=excerpts.txt | ARGS=-]: train (cached in .cache/demo), serve in a real tritonserver, score
+# (--backends python: bert-large and cuml as Python stand-ins, since the wheel's server has only that backend)
 demo: $(STAMP)
-	$(PY) -m triton_textops.cli demo $(ARGS)
+	$(PY) -m triton_textops.cli demo --backends python $(ARGS)
+
+# the wheel of this checkout: dist/triton_textops-<version>-py3-none-any.whl (pip install 'dist/<wheel>[server]')
+wheel: $(PY)
+	$(PY) -m pip wheel --no-deps -w dist .
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -50,4 +57,4 @@ hooks:
 	git config core.hooksPath scripts/hooks
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

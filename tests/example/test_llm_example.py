@@ -129,3 +129,21 @@ def test_generator_batch_interleaves_and_rejects_bad_requests_alone(repo: Path) 
         assert not any(r.has_error() for r in resp)
         ids = np.concatenate([r.output_tensors()[0].as_numpy()[0, 0] for r in resp])
         assert ids.tolist() == got
+
+
+def test_errors_name_the_ensemble_input_the_client_sent(repo: Path) -> None:
+    """Issue 47: the ensemble feeds max_tokens / text_input into preprocessing's REQUEST_OUTPUT_LEN / QUERY; the
+    generator writes that mapping as preprocessing's client_names parameter, so its errors (which a real server
+    returns after "in ensemble 'ensemble', ") name what the client sent first."""
+    from triton_textops.testing.harness import InferError
+    from triton_textops.triton.config import load_config
+
+    cfg = load_config(repo / "preprocessing")
+    names = dict(kv.split("=") for kv in cfg.parameters["client_names"].string_value.split(","))
+    assert names["REQUEST_OUTPUT_LEN"] == "max_tokens" and names["QUERY"] == "text_input"
+    assert "client_names" not in load_config(repo / "generator").parameters  # the stand-in is not ours
+    with load_model(repo / "preprocessing") as m:
+        with pytest.raises(InferError) as exc:
+            m.infer({"QUERY": np.array([[b"hello"]], dtype=object),
+                     "REQUEST_OUTPUT_LEN": np.array([[-1]], np.int32)})
+    assert "input 'max_tokens' (REQUEST_OUTPUT_LEN in model 'preprocessing') is negative (-1)" in str(exc.value)

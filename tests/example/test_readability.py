@@ -81,3 +81,19 @@ def test_ensemble_in_process_is_the_blend_of_the_models(example, excerpts) -> No
     inputs = ensemble_inputs(excerpts, 0.25)
     score = run_ensemble(example.repo, "ensemble_all", inputs)["SCORE"]
     np.testing.assert_allclose(score, np.float32(0.25) * b + np.float32(0.75) * t, rtol=1e-6, atol=1e-5)
+
+
+def test_steps_report_progress_off_a_terminal() -> None:
+    """Issue 47: the encoder's 2-minute step printed nothing when stderr is a log or a pipe; now a line every
+    ``every_s`` seconds (every call here)."""
+    import io
+
+    from triton_textops.tools.example.readability import Steps
+
+    out = io.StringIO()
+    steps = Steps(out, every_s=0.0)
+    assert steps.run("encode", lambda progress: [progress(f"embedded {k}/2 texts") for k in (1, 2)] and 7) == 7
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "  encode ..." and lines[1].startswith("    embedded 1/2 texts (")
+    assert lines[2].startswith("    embedded 2/2 texts (") and lines[3].startswith("    done in ")
+    assert "\r" not in out.getvalue() and "encode" in steps.timings

@@ -113,7 +113,7 @@ def test_cli_serve_then_probe_as_a_user_types_it(example, excerpts) -> None:
                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:
         lines = _read_until(proc, "HTTP ", 300)
-        http = lines[-1].split()[-1]
+        http = lines[-1].split()[-1].removeprefix("http://")  # serve prints the URL; tritonclient takes host:port
         assert main(["probe", http]) == 0
         assert main(["probe", http, "--model", "ensemble_all"]) == 0
         import tritonclient.http as httpclient

@@ -176,6 +176,10 @@ BAD_CONFIGS = {
                             "tensors [rows, L]: write dims [-1, L]"),
     "float_ids": (REVIEWS_INPUT + IDS_OUTPUTS.replace("TYPE_INT32", "TYPE_FP32", 1) + TENSOR_NAMES,
                   "output 'input_ids' (role 'input_ids') is TYPE_FP32, but the role needs an integer type"),
+    # issue 47: without tensor_names the type is still the cause named first, then the mapping to write
+    "float_ids_unmapped": (REVIEWS_INPUT + IDS_OUTPUTS.replace("TYPE_INT32", "TYPE_FP32", 1),
+                           "model 'tok': output 'input_ids' (role 'input_ids') is TYPE_FP32, but the role needs an "
+                           "integer type (TYPE_INT64, TYPE_INT32, ...). Config inputs: "),
     "numeric_text": (REVIEWS_INPUT.replace("TYPE_STRING", "TYPE_UINT8") + IDS_OUTPUTS + TENSOR_NAMES,
                      "input 'product_reviews' (role 'text') is TYPE_UINT8, but the role needs TYPE_STRING"),
     "text_dims": ("max_batch_size: 4\n" + REVIEWS_INPUT.replace("[ -1 ]", "[ -1, 1 ]")

@@ -18,6 +18,7 @@ from triton_textops.bundled import vocab_path
 from triton_textops.cli import main
 from triton_textops.testing import load_model, run_ensemble
 from triton_textops.testing import pb_utils as pb
+from triton_textops.testing.ensemble import EnsembleError
 from triton_textops.tools.repo.generate import (
     ENSEMBLE,
     MODELS,
@@ -29,7 +30,13 @@ from triton_textops.tools.repo.generate import (
     plan_repository,
     read_requirements,
 )
-from triton_textops.triton.config import config_to_text, load_config, model_config_pb2, parse_config_text
+from triton_textops.triton.config import (
+    config_to_text,
+    ensemble_client_names,
+    load_config,
+    model_config_pb2,
+    parse_config_text,
+)
 from triton_textops.triton.params import resolve_path
 
 MEMBERS = [m for m in MODELS if m != ENSEMBLE]
@@ -378,11 +385,28 @@ def test_cli_requires_device_and_features(tmp_path, features_artifact):
     assert os.path.isfile(vocab_path())
 
 
-def test_cli_cpu_repository_needs_only_the_python_backend(tmp_path, features_artifact, capsys):
-    """Issue 26: `repo create --device cpu` loads in a server without the onnxruntime/fil backends (the wheel's),
-    as `example readability --device cpu` does; --device gpu keeps Triton's native backends."""
+def test_cli_cpu_and_gpu_repositories_differ_only_in_instance_group(tmp_path, features_artifact, capsys):
+    """Issue 47: the seed's promise, all-CPU to all-GPU is a one-line change in each config, by default."""
+    out = {}
+    for device in ("cpu", "gpu"):
+        assert main(["repo", "create", str(tmp_path / device), "--device", device, "--features",
+                     str(features_artifact)]) == 0
+        out[device] = files_of(tmp_path / device)
+    assert load_config(tmp_path / "cpu" / "cuml").backend == "fil"
+    assert load_config(tmp_path / "cpu" / "cuml").parameters["model_type"].string_value == "treelite_checkpoint"
+    assert set(out["cpu"]) == set(out["gpu"])
+    for rel in out["cpu"]:
+        a, b = out["cpu"][rel].read_bytes(), out["gpu"][rel].read_bytes()
+        diff = [d for d in difflib.ndiff(a.decode().splitlines(), b.decode().splitlines()) if d[:2] in ("- ", "+ ")]
+        assert all("kind: KIND_" in d for d in diff), (rel, diff)
+
+
+def test_cli_standins_need_only_the_python_backend(tmp_path, features_artifact, capsys):
+    """Issue 26: `repo create --device cpu --backends python` loads in a server without the onnxruntime/fil
+    backends (the wheel's), as `example readability --device cpu` does; by default Triton's native backends."""
     cpu, gpu = tmp_path / "cpu", tmp_path / "gpu"
-    assert main(["repo", "create", str(cpu), "--device", "cpu", "--features", str(features_artifact)]) == 0
+    assert main(["repo", "create", str(cpu), "--device", "cpu", "--backends", "python", "--features",
+                 str(features_artifact)]) == 0
     assert "python backends for bert-large and cuml" in capsys.readouterr().out
     used = {m: (load_config(cpu / m).backend or load_config(cpu / m).platform) for m in MODELS}
     assert used == {m: "ensemble" if m == "ensemble_all" else "python" for m in MODELS}
@@ -400,3 +424,45 @@ def test_cli_cpu_repository_needs_only_the_python_backend(tmp_path, features_art
     assert main(["repo", "create", str(tmp_path / "explicit"), "--device", "cpu", "--backends", "native",
                  "--features", str(features_artifact)]) == 0
     assert load_config(tmp_path / "explicit" / "cuml").backend == "fil"
+
+
+def test_errors_in_an_ensemble_name_the_input_the_client_sent(tmp_path, kw):
+    """Issue 47: postprocess reads the client's BERT_WEIGHT as BERT_WEIGHT_INPUT; repo create writes that as its
+    client_names parameter, so a bad weight names BERT_WEIGHT and the row (run by the ensemble runner)."""
+    root = create_repository(tmp_path / "r", **kw, device="cpu")
+    assert param(load_config(root / "postprocess"), "client_names") == "BERT_WEIGHT_INPUT=BERT_WEIGHT"
+    assert param(load_config(root / "preprocess"), "client_names") == "INPUT0=excerpt"
+
+    def score(inputs):
+        return {"OUTPUT__0": np.zeros((len(next(iter(inputs.values()))), 1), np.float32)}
+
+    models = {"bert-large": score, "cuml": lambda x: {"output__0": score(x)["OUTPUT__0"]}}
+    excerpts = np.array(texts(2, start=3), dtype=object).reshape(-1, 1)
+    with pytest.raises(EnsembleError) as exc:
+        run_ensemble(root, ENSEMBLE, {"excerpt": excerpts, "BERT_WEIGHT": np.array([[0.5], [1.5]], np.float32)},
+                     models=models)
+    assert ("input 'BERT_WEIGHT' (BERT_WEIGHT_INPUT in model 'postprocess') must be finite and within [0, 1]: "
+            "row 1 is 1.5") in str(exc.value)
+
+
+def test_client_names_from_ensembles_leave_out_ambiguous_inputs():
+    pb2 = model_config_pb2()
+    configs = {}
+    for name, source in (("e1", "weight"), ("e2", "w")):
+        ens = pb2.ModelConfig(name=name, platform="ensemble")
+        for t in (source, "text"):
+            ens.input.add(name=t)
+        step = ens.ensemble_scheduling.step.add(model_name="post", model_version=-1)
+        step.input_map.update({"W": source, "TEXT": "text", "X": "made_by_a_step"})
+        configs[name] = ens
+    # W is fed 'weight' by e1 and 'w' by e2: no single name; TEXT is 'text' in both; X is no ensemble input
+    assert ensemble_client_names(configs) == {"post": {"TEXT": "text"}}
+
+
+def test_client_names_must_name_config_inputs(tmp_path, kw):
+    root = create_repository(tmp_path / "r", **kw, device="cpu")
+    cfg = load_config(root / "postprocess")
+    cfg.parameters["client_names"].string_value = "WEIGHT=BERT_WEIGHT"
+    (root / "postprocess" / "config.pbtxt").write_text(config_to_text(cfg))
+    with pytest.raises(Exception, match="client_names: 'WEIGHT' is not a config input"):
+        load_model(root / "postprocess")

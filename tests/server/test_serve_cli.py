@@ -70,7 +70,7 @@ def test_serve_names_each_failed_model_and_passes_server_args(triton_runtime: Ru
             if line.startswith("Press Ctrl-C"):
                 break
         assert seen and seen[-1].startswith("Press Ctrl-C"), "".join(seen) + (proc.stderr.read() if proc.poll() else "")
-        url = next(s.split()[-1] for s in seen if s.strip().startswith("HTTP"))
+        url = next(s.split()[-1] for s in seen if s.strip().startswith("HTTP")).removeprefix("http://")  # host:port
         import tritonclient.http as http  # noqa: PLC0415
 
         client = http.InferenceServerClient(url)

@@ -29,6 +29,14 @@ def test_help_is_plain_and_every_option_is_described(prog: str) -> None:
     assert bare == []
 
 
+@pytest.mark.parametrize("prog", sorted(p for p, parser in PARSERS.items()
+                                         if not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)))
+def test_every_command_has_a_description(prog: str) -> None:
+    """Issue 47: `stub build`, `env pack|check|spec` showed only their options in --help."""
+    description = PARSERS[prog].description
+    assert description and len(description) > 40, (prog, description)
+
+
 def test_top_level_and_probe_help() -> None:
     top = PARSERS["triton-textops"].format_help()
     assert "serve, probe, pack and deploy" in top and "subcommands" not in top

@@ -92,3 +92,26 @@ def test_exit_on_error_as_the_last_argument_leaves_it() -> None:
     assert exit_on_error([]) is True
     assert exit_on_error(["--exit-on-error=false"]) is False
     assert exit_on_error(["--exit-on-error=false", "--exit-on-error=true"]) is True
+
+
+def test_a_slow_start_reports_progress(tmp_path, monkeypatch) -> None:
+    """Issue 47: the first serve of a packed env waited 83 s in silence; TritonServer.progress gets a line every
+    progress_every_s seconds while the server is still starting."""
+    import subprocess
+    import sys
+
+    from triton_textops.tools.server import TritonServer, TritonServerError
+    from triton_textops.tools.server import process as proc_mod
+
+    server = TritonServer(tmp_path, startup_timeout=0.5)
+    server.process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    lines: list[str] = []
+    server.progress, server.progress_every_s = lines.append, 0.1
+    monkeypatch.setattr(proc_mod, "_answers", lambda call: None)  # never ready
+    try:
+        with pytest.raises(TritonServerError, match="not ready after"):
+            server._wait_ready()
+    finally:
+        server.process.kill()
+        server.process.wait()
+    assert lines and all(line.startswith("still starting (") for line in lines), lines

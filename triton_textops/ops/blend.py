@@ -96,7 +96,7 @@ def validate_blend_request(
     ok = xp.isfinite(w) & (w >= 0) & (w <= 1)
     if not bool(ok.all()):
         bad = int(xp.argmin(ok))
-        raise InputError(f"{label['weight']} must be finite and within [0, 1]: value {bad} is {float(w[bad])}")
+        raise InputError(f"{label['weight']} must be finite and within [0, 1]: row {bad} is {float(w[bad])}")
     w32 = xp.repeat(w.astype(np.float32), n) if w.size == 1 else w.astype(np.float32)
 
     mapping = counts = None

@@ -13,3 +13,22 @@
 
 The library layers (``ops``, ``models``, ``triton``, ``testing``) never import from here.
 """
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+
+def import_client(protocol: str) -> ModuleType:
+    """``tritonclient.http`` or ``tritonclient.grpc``. A tritonclient installed without that protocol raises
+    RuntimeError on import; this raises ModuleNotFoundError instead, which the CLI turns into one line naming
+    the extra."""
+    try:
+        return importlib.import_module(f"tritonclient.{protocol}")
+    except RuntimeError as exc:
+        if "does not include" not in str(exc):
+            raise
+        # named after the protocol's own client library (the extra that carries it), whichever of its modules failed
+        missing = "grpc" if protocol == "grpc" else "geventhttpclient"
+        raise ModuleNotFoundError(f"tritonclient has no {protocol} support ({exc})", name=missing) from None

@@ -49,6 +49,9 @@ WARM_UP_TEXT = "Warm up, Mr. Darcy: caf\u00e9 \u201cna\u00efve\u201d [CLS] unbel
 
 COMMON_PARAMS = [
     Param("tensor_names", "names", default={}, help="rename tensors: role=NAME,role=NAME"),
+    Param("client_names", "names", default={},
+          help="TENSOR=NAME: the ensemble input a client sends for this model's input TENSOR (repo create writes "
+               "it); errors name NAME"),
     Param("max_text_bytes", "int", default=1 << 20, minimum=1, help="reject longer texts (bytes)"),
     Param("num_threads", "int", default=0, minimum=0,
           help="threads of the CPU kernels (0: numba's default, the number of cores)"),
@@ -214,6 +217,24 @@ class TextOpsModel:
             unmatched[kind] = [n for n in declared[kind] if n not in by_name]
             missing[kind] = [r for r, s in roles[kind].items() if not s.optional and names[r] not in declared[kind]]
         if any(unmatched.values()) or any(missing.values()):
+            # a tensor named after a role it cannot carry: its type is the cause, reported first (a tensor_names
+            # suggestion or "remove it" would mislead); the hint is the mapping once its type is right
+            clashes = []
+            for kind in ("input", "output"):
+                for role in missing[kind]:
+                    spec = roles[kind][role]
+                    for n in unmatched[kind]:
+                        dtype = declared[kind][n]["data_type"]
+                        if n.lower() in (role.lower(), spec.name.lower()) and dtype not in _family(spec.data_type):
+                            clashes.append((kind, n, role, dtype, spec.data_type))
+            if clashes:
+                fixed = {k: dict(v) for k, v in declared.items()}
+                for kind, n, _, _, want in clashes:
+                    fixed[kind][n] = {**declared[kind][n], "data_type": want}
+                hint = cls._suggest(fixed, names, params, unmatched, missing)
+                first = "; ".join(f"{kind} '{n}' (role '{role}') is {dtype}, but the role needs {_family_text(want)}"
+                                  for kind, n, role, dtype, want in clashes)
+                raise ConfigError(f"model '{model}': {first}. {context}. Once its data_type is fixed: {hint}")
             parts = []
             for kind in ("input", "output"):
                 if unmatched[kind]:
@@ -348,6 +369,7 @@ class TextOpsModel:
         params = self._params(cfg, args["model_repository"], check_paths=True, warn=pb_utils.Logger.log_warn)
         self.names = self._names(cfg, params)
         self.params = self.bind_config(cfg, params, self.names)
+        self.client_names = io.client_terms(cfg, params["client_names"])
         outputs = {t["name"]: t for t in cfg.get("output", [])}
         self.outputs = {r: self.names[r] for r in self.OUTPUTS if self.names[r] in outputs}
         self.out_dtypes = {n: pb_utils.triton_string_to_numpy(outputs[n]["data_type"]) for n in self.outputs.values()}
@@ -392,16 +414,16 @@ class TextOpsModel:
                 try:
                     items.append((i, self.read(request)))
                 except Exception as e:  # a bad request never fails the others
-                    responses[i] = io.error_response(pb, e)
+                    responses[i] = io.error_response(pb, e, self.client_names)
             for group in self._launch_groups(items):
                 try:
                     outs = self.compute([item for _, item in group])
                     for (i, _), out in zip(group, outs):  # an exception in place of outputs: that request's error
-                        responses[i] = io.error_response(pb, out) if isinstance(out, Exception) \
+                        responses[i] = io.error_response(pb, out, self.client_names) if isinstance(out, Exception) \
                             else self._respond(requests[i], out)
                 except Exception as e:
                     for i, _ in group:
-                        responses[i] = io.error_response(pb, e)
+                        responses[i] = io.error_response(pb, e, self.client_names)
         return responses
 
     def _launch_groups(self, items: list[tuple[int, Any]]) -> list[list[tuple[int, Any]]]:

@@ -40,6 +40,8 @@ __all__ = [
     "normalize_config",
     "normalize_instance_groups",
     "validate_io_config",
+    "CLIENT_NAMES_PARAM",
+    "ensemble_client_names",
 ]
 
 _PB2_NAME = "tritonclient.grpc.model_config_pb2"
@@ -52,9 +54,10 @@ def model_config_pb2() -> ModuleType:
         return mod
     spec = importlib.util.find_spec("tritonclient")
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError(
-            "tritonclient is needed to parse config.pbtxt with Triton's schema: "
-            "pip install 'triton-textops[server]'"
+        raise ModuleNotFoundError(
+            "tritonclient (Triton's config schema, no gRPC client needed) is needed to parse config.pbtxt: "
+            "pip install 'triton-textops[testing]' (the server, pack and deploy extras carry it too)",
+            name="tritonclient",
         )
     for base in spec.submodule_search_locations:
         path = Path(base) / "grpc" / "model_config_pb2.py"
@@ -70,7 +73,32 @@ def model_config_pb2() -> ModuleType:
                 sys.modules.pop(_PB2_NAME, None)
                 raise
             return mod
-    raise ImportError("tritonclient is installed but has no grpc/model_config_pb2.py")
+    raise ModuleNotFoundError("tritonclient is installed but has no grpc/model_config_pb2.py", name="tritonclient")
+
+
+# the parameter that tells a model which ensemble input the client sent for each of its inputs (see base.py)
+CLIENT_NAMES_PARAM = "client_names"
+
+
+def ensemble_client_names(configs: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """For each model of a repository (``{name: ModelConfig}``) that an ensemble feeds straight from an ensemble
+    input under another name: ``{model input: ensemble input}`` (e.g. ``REQUEST_OUTPUT_LEN -> max_tokens``).
+
+    A Python model never sees the ensemble that calls it, and Triton's error for a step is the model's own text
+    prefixed with the ensemble's name; written into the model's config as the ``client_names`` parameter, this
+    lets the model's errors name the tensor the client sent. A model input fed different ensemble inputs by two
+    ensembles is left out (no single name is right)."""
+    found: dict[str, dict[str, set[str]]] = {}
+    for ens in configs.values():
+        if ens.platform != "ensemble":
+            continue
+        client_inputs = {t.name for t in ens.input}
+        for step in ens.ensemble_scheduling.step:
+            for model_input, source in step.input_map.items():
+                if source in client_inputs and source != model_input:
+                    found.setdefault(step.model_name, {}).setdefault(model_input, set()).add(source)
+    return {m: {k: next(iter(v)) for k, v in sorted(names.items()) if len(v) == 1}
+            for m, names in found.items() if any(len(v) == 1 for v in names.values())}
 
 
 def _text_format() -> Any:

@@ -10,12 +10,14 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from triton_textops.errors import InputError
+from triton_textops.errors import ConfigError, InputError
 
 
 def device_of(args: dict[str, str]) -> str:
@@ -74,9 +76,27 @@ def make_output(pb_utils: Any, name: str, arr: Any, dtype: Any) -> Any:
     return pb_utils.Tensor.from_dlpack(name, cupy.ascontiguousarray(arr, dtype=dtype))
 
 
-def error_response(pb_utils: Any, exc: BaseException) -> Any:
-    """One request's error: INVALID_ARG for bad input, INTERNAL for anything else."""
+def client_terms(cfg: dict[str, Any], client_names: Mapping[str, str]) -> dict[str, str]:
+    """The ``client_names`` parameter checked against the config's inputs, as ``{tensor: what errors call it}``:
+    ``'max_tokens' (REQUEST_OUTPUT_LEN in model 'preprocessing')``. In a real server an ensemble's step error is
+    the model's text after ``in ensemble 'E', ``: the client reads the name it sent, the operator the model's."""
+    model = cfg.get("name", "?")
+    inputs = {t["name"] for t in cfg.get("input") or []}
+    bad = sorted(set(client_names) - inputs)
+    if bad:
+        raise ConfigError(f"model '{model}': client_names: {', '.join(repr(b) for b in bad)} is not a config input "
+                          f"(inputs: {', '.join(sorted(inputs)) or 'none'})")
+    return {k: f"'{v}' ({k} in model '{model}')" for k, v in client_names.items()}
+
+
+def error_response(pb_utils: Any, exc: BaseException, client_names: Mapping[str, str] | None = None) -> Any:
+    """One request's error: INVALID_ARG for bad input (its quoted tensor names in the client's terms, see
+    :func:`client_terms`), INTERNAL for anything else."""
     if isinstance(exc, InputError):
-        return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc), pb_utils.TritonError.INVALID_ARG))
+        msg = str(exc)
+        if client_names:
+            pattern = "'(" + "|".join(re.escape(k) for k in sorted(client_names, key=len, reverse=True)) + ")'"
+            msg = re.sub(pattern, lambda m: client_names[m.group(1)], msg)
+        return pb_utils.InferenceResponse(error=pb_utils.TritonError(msg, pb_utils.TritonError.INVALID_ARG))
     msg = f"{type(exc).__name__}: {exc}"
     return pb_utils.InferenceResponse(error=pb_utils.TritonError(msg, pb_utils.TritonError.INTERNAL))

@@ -174,6 +174,83 @@ def _env_has_textops(env: Path) -> bool:
         return False
 
 
+def _model_module(model_dir: Path, cfg: Any) -> str | None:
+    """The ``triton_textops.models.X`` module a version's model file imports its model from, if any."""
+    filename = cfg.default_model_filename or "model.py"
+    for version in sorted(v for v in model_dir.iterdir() if v.is_dir() and v.name.isdigit()):
+        path = version / filename
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("triton_textops.models."):
+                return node.module
+    return None
+
+
+def _dist_name(requirement: str) -> str:
+    """``onnxruntime>=1.18`` -> ``onnxruntime`` (normalized as pip compares names)."""
+    name = re.split(r"[\s<>=!~;\[(]", requirement.strip(), maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_DIST_INFO = re.compile(r"(?:^|/)lib/python3\.\d+/site-packages/([^/]+?)-[^/-]+\.dist-info/?")
+
+
+def _env_distributions(env: Path) -> set[str]:
+    """The distributions installed in a packed env (tarball or folder): its site-packages' dist-info names."""
+    if env.is_dir():
+        names = [str(p.relative_to(env)) for p in env.glob("lib/python3.*/site-packages/*.dist-info")]
+    else:
+        try:
+            with tarfile.open(env, "r:*") as tar:
+                names = tar.getnames()
+        except (tarfile.TarError, OSError):
+            return set()
+    return {_dist_name(m.group(1)) for n in names if (m := _DIST_INFO.search(n))}
+
+
+def needs_problems(info: RepositoryInfo, image_has: set[str] | None = None, image_has_textops: bool = False
+                   ) -> list[str]:
+    """What a python model needs and will not find where it runs: the packages its model module imports (as
+    ``repo create`` records them in requirements.txt) checked against its packed env, or, for a model without
+    one in the repository, against ``image_has`` (what the serving image is said to have: ``--image-has``).
+    One line per model and missing package."""
+    from triton_textops.tools.repo.generate import MODULE_REQUIREMENTS  # noqa: PLC0415
+    from triton_textops.tools.repo.requirements import read_requirements  # noqa: PLC0415
+
+    recorded = {_dist_name(r): r for r in read_requirements(info.root) or []}
+    have_image = {_dist_name(p) for p in image_has or ()}
+    envs: dict[Path, set[str]] = {}
+    out = []
+    for name in info.python_models:
+        module = _model_module(info.root / name, info.configs[name])
+        needs = {_dist_name(r): r for r in MODULE_REQUIREMENTS.get(module or "", ())}
+        if not needs:
+            continue
+        env = info.envs.get(name)
+        if env is not None:
+            have = envs.setdefault(env.resolve(), _env_distributions(env))
+            where = f"its env {env.relative_to(info.root)}"
+        elif _env_path(info.configs[name]) is not None:
+            continue  # an env outside the repository: noted by inspect_repository, not readable here
+        else:
+            have = have_image
+            where = "the serving image (say what it has with --image-has PACKAGE)"
+            if not image_has_textops:
+                continue  # refused already: no triton_textops there (stock_image_problems)
+        for dist, req in sorted(needs.items()):
+            if dist not in have:
+                note = "" if dist in recorded else f"; the repository's {REQUIREMENTS_NOTE} does not record it"
+                out.append(f"python model '{name}' ({module}) imports {recorded.get(dist, req)}, which {where} "
+                           f"does not have{note}")
+    return out
+
+
+REQUIREMENTS_NOTE = "requirements.txt"
+
+
 def stock_image_problems(info: RepositoryInfo) -> list[str]:
     """Why python models of the repository cannot load in a stock Triton image (no triton_textops there).
 

@@ -8,7 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from triton_textops.tools.deploy import DeployError, RepositoryInfo, inspect_repository, stock_image_problems
+from triton_textops.tools.deploy import (
+    DeployError,
+    RepositoryInfo,
+    inspect_repository,
+    needs_problems,
+    stock_image_problems,
+)
 
 _IMAGE_FLAG = "--image-has-textops"
 
@@ -68,13 +74,22 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _add_image_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--image-has", action="append", default=[], metavar="PACKAGE",
+                   help="a package the serving image has (repeatable), for python models without a packed env "
+                        "(with --image-has-textops): e.g. onnxruntime, treelite")
     p.add_argument(_IMAGE_FLAG, action="store_true",
                    help="the serving image already has triton-textops and its dependencies (a custom image): do "
                         "not refuse python models that have no EXECUTION_ENV_PATH env with triton_textops in it")
 
 
-def _check_image(command: str, info: RepositoryInfo, image_has_textops: bool) -> bool:
-    """Refuse (or, with --image-has-textops, only warn about) python models the stock image cannot load."""
+def _check_image(command: str, info: RepositoryInfo, image_has_textops: bool, image_has: list[str]) -> bool:
+    """Refuse python models that will not find what they import (their env, or the image: --image-has), and
+    refuse (or, with --image-has-textops, only warn about) python models the stock image cannot load."""
+    needs = needs_problems(info, set(image_has), image_has_textops)
+    for p in needs:
+        print(f"triton-textops deploy {command}: error: {p}", file=sys.stderr)
+    if needs:
+        return False
     problems = stock_image_problems(info)
     if not problems:
         return True
@@ -101,9 +116,14 @@ def _notes(info: RepositoryInfo) -> None:
 
 
 def _kserve(args: argparse.Namespace) -> int:
-    from triton_textops.tools.deploy.kserve import build_inference_service, inference_service_to_yaml  # noqa: PLC0415
+    from triton_textops.tools.deploy.kserve import (  # noqa: PLC0415
+        _sdk,
+        build_inference_service,
+        inference_service_to_yaml,
+    )
 
     try:
+        _sdk()  # the deploy extra, checked before the repository
         info = inspect_repository(args.repo)
         isvc = build_inference_service(
             info,
@@ -127,7 +147,7 @@ def _kserve(args: argparse.Namespace) -> int:
     except DeployError as exc:
         return _fail("kserve", exc)
     _notes(info)
-    if not _check_image("kserve", info, args.image_has_textops):
+    if not _check_image("kserve", info, args.image_has_textops, args.image_has):
         return 2
     if args.output is None:
         sys.stdout.write(text)
@@ -164,9 +184,12 @@ def _sagemaker(args: argparse.Namespace) -> int:
             extra[key] = value
         info = inspect_repository(args.repo)
         env = container_environment(info, args.default_model, extra)
-        if not _check_image("sagemaker", info, args.image_has_textops):
+        if not _check_image("sagemaker", info, args.image_has_textops, args.image_has):
             return 2
-        archive = write_model_archive(info, args.output)
+        print(f"writing {args.output} (gzip; an env in the repository makes this minutes)...", file=sys.stderr,
+              flush=True)
+        archive = write_model_archive(info, args.output,
+                                      progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True))
     except DeployError as exc:
         return _fail("sagemaker", exc)
     env_file = Path(args.env_file) if args.env_file else archive.parent / ENV_FILE_NAME

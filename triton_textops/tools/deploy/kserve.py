@@ -47,6 +47,7 @@ _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
 def _sdk() -> Any:
     try:
         import kserve  # noqa: PLC0415
+        import yaml  # noqa: F401, PLC0415 - the manifest's writer
         from kubernetes import client as k8s  # noqa: PLC0415
     except ImportError as exc:
         raise DeployError(

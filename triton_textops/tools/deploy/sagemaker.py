@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import os
 import tarfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from triton_textops.tools.deploy import DeployError, RepositoryInfo
@@ -46,16 +48,21 @@ def _normalize(ti: tarfile.TarInfo) -> tarfile.TarInfo:
     return ti
 
 
-def write_model_archive(info: RepositoryInfo, out: str | os.PathLike[str]) -> Path:
-    """Write the repository ``info.root`` as a gzip tar with its model folders at the archive root."""
+def write_model_archive(info: RepositoryInfo, out: str | os.PathLike[str], *,
+                        progress: Callable[[str], None] | None = None, every_s: float = 5.0) -> Path:
+    """Write the repository ``info.root`` as a gzip tar with its model folders at the archive root.
+    ``progress`` gets a line every ``every_s`` seconds (bytes archived of the total: an env makes it minutes)."""
     root = info.root.resolve()
     target = Path(out).resolve()
     if target == root or root in target.parents:
         raise DeployError(f"{target}: write the archive outside the repository it packs")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".partial")
+    entries = _entries(root)
+    total = sum(p.lstat().st_size for p in entries if p.is_file() and not p.is_symlink())
+    done, last = 0, time.monotonic()
     with tarfile.open(tmp, "w:gz") as tar:
-        for path in _entries(root):
+        for path in entries:
             ti = tar.gettarinfo(str(path), arcname=path.relative_to(root).as_posix())
             if ti is None:
                 raise DeployError(f"{path}: not a file, folder or link; cannot be archived")
@@ -63,6 +70,10 @@ def write_model_archive(info: RepositoryInfo, out: str | os.PathLike[str]) -> Pa
             if ti.isreg():
                 with open(path, "rb") as f:
                     tar.addfile(ti, f)
+                done += ti.size
+                if progress is not None and time.monotonic() - last >= every_s:
+                    last = time.monotonic()
+                    progress(f"archived {done / 2**20:.0f} of {total / 2**20:.0f} MiB ({path.relative_to(root)})")
             else:
                 tar.addfile(ti)
     os.replace(tmp, target)

@@ -21,7 +21,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("env", help="pack or check a Python execution environment for EXECUTION_ENV_PATH")
     esub = p.add_subparsers(dest="env_command", required=True)
 
-    k = esub.add_parser("pack", help="build an env (conda+conda-pack, else venv+venv-pack) -> custom_env.tar.gz")
+    k = esub.add_parser("pack", help="build an env (conda+conda-pack, else venv+venv-pack) -> custom_env.tar.gz",
+                        description="Build a Python execution environment for EXECUTION_ENV_PATH (conda + "
+                        "conda-pack when conda is on PATH, else venv + venv-pack: pip install 'triton-textops[pack]') "
+                        "with the numpy the target Triton release's stub needs and triton-textops, pack it as a "
+                        "tarball (or --dir) and check the result with `env check`. See envs/README.md.")
     k.add_argument("--kind", choices=("cpu", "gpu"), default="cpu", help="gpu adds cupy (and --with-cudf cudf)")
     k.add_argument("--with-cudf", action="store_true", help="gpu: also install cudf-cu12")
     k.add_argument("--triton", help="target release (24.10) or server version; default $NVIDIA_TRITON_SERVER_VERSION")
@@ -40,7 +44,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--no-check", action="store_true", help="skip `env check` on the result")
     k.set_defaults(func=run_pack)
 
-    c = esub.add_parser("check", help="check an env (tarball or directory) against a stub / Triton release")
+    c = esub.add_parser("check", help="check an env (tarball or directory) against a stub / Triton release",
+                        description="Check an execution environment (a .tar.gz as EXECUTION_ENV_PATH names it, or "
+                        "a directory) against the stub that will run it or a Triton release: Python version, "
+                        "numpy bound, array libraries that import, paths of the build machine. Exit status 1 on a "
+                        "failure, 2 on bad input.")
     c.add_argument("env", help="the env: a .tar.gz (as EXECUTION_ENV_PATH names it) or a directory")
     c.add_argument("--stub", help="the stub that will run it (Python read from its DT_NEEDED libpython)")
     c.add_argument("--triton", help="server release (24.10) or version (2.51.0): stock-stub Python and numpy bound")
@@ -49,7 +57,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--build-prefix", action="append", default=[], help="path of the env on the build machine")
     c.set_defaults(func=run_check)
 
-    s = esub.add_parser("spec", help="print a conda environment.yml or pip requirements.txt for a target")
+    s = esub.add_parser("spec", help="print a conda environment.yml or pip requirements.txt for a target",
+                        description="Print a conda environment.yml or a pip requirements.txt for an execution "
+                        "environment that a Triton release (--triton) can run: its Python, the numpy and "
+                        "libstdc++ pins, triton-textops (and cupy with --kind gpu). Nothing is installed.")
     s.add_argument("--format", choices=("conda", "pip"), default="conda",
                    help="conda environment.yml or pip requirements.txt (default conda)")
     s.add_argument("--kind", choices=("cpu", "gpu"), default="cpu", help="gpu adds cupy (default cpu)")
@@ -95,7 +106,7 @@ def run_pack(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"env pack: {exc}", file=sys.stderr)
         return 2
-    print(plan.render())
+    print(plan.render(commands=args.dry_run))  # a real run prints each command as it runs it
     if args.dry_run:
         if plan.work_dir is not None:
             shutil.rmtree(plan.work_dir, ignore_errors=True)

@@ -44,9 +44,15 @@ class PackPlan:
     work_dir: Path | None = None  # removed after packing (only when we created it)
     textops_wheel: Path | None = None  # written from the installed distribution before the commands run
 
-    def render(self) -> str:
+    def render(self, commands: bool = True) -> str:
+        """The plan; ``commands=False`` leaves the commands out (a real run prints each as it runs it)."""
         lines = [f"tool: {self.tool}; env built at {self.prefix}; output {self.output}"
-                 + (" (directory)" if self.as_dir else ""), "commands:"]
+                 + (" (directory)" if self.as_dir else "")]
+        if not commands:
+            lines += [f"{len(self.commands)} commands, each printed as it runs", "what this implies:",
+                      *(f"  - {i}" for i in self.implications)]
+            return "\n".join(lines)
+        lines.append("commands:")
         if self.textops_wheel is not None:
             dist = installed_distribution()
             lines.append(f"  (write {self.textops_wheel} from the installed triton-textops {dist.version} in "
@@ -295,7 +301,8 @@ def pack_env(plan: PackPlan, *, log: Callable[[str], None] = print) -> Path:
 def _run_pack(plan: PackPlan, log: Callable[[str], None]) -> None:
     plan.output.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONNOUSERSITE="True", PIP_DISABLE_PIP_VERSION_CHECK="1")
-    for cmd in plan.commands:
+    for i, cmd in enumerate(plan.commands, 1):
+        log(f"step {i}/{len(plan.commands)}:")
         run(cmd, "packing step", error=RuntimeError, log=log, env=env, merge_output=True, tail_lines=30)
     archive = plan.commands[-1][plan.commands[-1].index("-o") + 1]
     # venv-pack and conda-pack write through a private temporary file (mode 0600): give the tarball the

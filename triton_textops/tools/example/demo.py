@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from triton_textops.tools import import_client
+
 ENSEMBLE = "ensemble_all"
 
 
@@ -50,10 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _client(url: str, protocol: str) -> tuple[Any, Any]:
-    if protocol == "http":
-        import tritonclient.http as tc
-    else:
-        import tritonclient.grpc as tc  # type: ignore[no-redef]
+    tc = import_client(protocol)
     return tc, tc.InferenceServerClient(url)
 
 
@@ -150,6 +149,9 @@ def run(args: argparse.Namespace) -> int:
     )
     from triton_textops.triton import config as cfgmod
 
+    # what serving and scoring import, checked before minutes of training (a missing one: one line naming the extra)
+    import_client(args.protocol)
+    cfgmod.model_config_pb2()
     t_start = time.monotonic()
     weight = DEMO_BERT_WEIGHT if args.weight is None else args.weight
     texts, source = read_excerpts(args.input, args.count, TrainConfig().seed, TrainConfig().n_test)

@@ -38,6 +38,7 @@ from triton_textops.tools.repo.generate import (
     _param,
     _pb,
     _positive,
+    add_client_names,
     write_plan,
 )
 
@@ -201,7 +202,7 @@ def plan_llm_repository(
         step.input_map.update(input_map)
         step.output_map.update(output_map)
     plan.configs = {PREPROCESS: pre, GENERATOR: gen, POSTPROCESS: post, ENSEMBLE: ens}
-    return plan
+    return add_client_names(plan)
 
 
 def build_repository(directory: str | os.PathLike[str], tokenizer: str | os.PathLike[str], *,

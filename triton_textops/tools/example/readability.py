@@ -187,19 +187,27 @@ class TrainConfig:
 
 @dataclass
 class Steps:
-    """Prints each step with its duration (and in-step progress on one line), and keeps the timings."""
+    """Prints each step with its duration and keeps the timings. In-step progress: redrawn on one line on a
+    terminal; elsewhere (a log, CI, a pipe) a line every ``every_s`` seconds, so a long step is never silent."""
 
     out: Any = field(default_factory=lambda: sys.stderr)
     timings: dict[str, float] = field(default_factory=dict)
+    every_s: float = 10.0
 
     def run(self, name: str, fn: Callable[[ProgressFn], Any]) -> Any:
         t0 = time.monotonic()
         tty = hasattr(self.out, "isatty") and self.out.isatty()
         print(f"  {name} ...", file=self.out, flush=True)
 
+        last = [t0]
+
         def progress(msg: str) -> None:
+            now = time.monotonic()
             if tty:
-                print(f"\r    {msg} ({time.monotonic() - t0:.0f} s)\033[K", end="", file=self.out, flush=True)
+                print(f"\r    {msg} ({now - t0:.0f} s)\033[K", end="", file=self.out, flush=True)
+            elif now - last[0] >= self.every_s:
+                last[0] = now
+                print(f"    {msg} ({now - t0:.0f} s)", file=self.out, flush=True)
 
         result = fn(progress)
         self.timings[name] = secs = time.monotonic() - t0

@@ -26,10 +26,10 @@ def add_parser(subparsers: Any) -> None:
         help="write the ensemble_all repository (preprocess, bert-large, cuml, postprocess)",
         description="Write the seed's Triton repository: preprocess -> bert-large + cuml -> postprocess, "
         "wired by the ensemble 'ensemble_all' (excerpt, BERT_WEIGHT -> SCORE). --device sets the "
-        "instance_group kind of each model and the default of --backends: with --device cpu, bert-large and cuml "
-        "are python-backend models (ONNX and forest stand-ins), so the repository serves in a server that has only "
-        "the Python backend (triton-textops serve); with --device gpu they use Triton's onnxruntime/pytorch and "
-        "FIL backends.",
+        "instance_group kind of each model and nothing else: bert-large runs on Triton's onnxruntime/pytorch "
+        "backend and cuml on FIL (treelite_checkpoint) for both, so the cpu and gpu repositories differ only in "
+        "instance_group. --backends python writes Python stand-ins for bert-large and cuml instead (ONNX Runtime "
+        "and forest models), for a server that has only the Python backend, such as triton-textops serve's.",
     )
     p.add_argument("dir", help="repository directory to write")
     p.add_argument("--device", choices=("cpu", "gpu"), required=True, help="instance_group kind of every model")
@@ -37,9 +37,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--features", required=True, help="features artifact (triton-textops fit-features)")
     p.add_argument("--bert-model", default=None, help="model.onnx (onnxruntime) or model.pt (pytorch)")
     p.add_argument("--forest", default=None, help="treelite checkpoint for the FIL model 'cuml'")
-    p.add_argument("--backends", choices=("native", "python"), default=None,
-                   help="native: pytorch/onnxruntime + fil; python: our python-backend ONNX and forest models "
-                        "(default: python with --device cpu, unless --bert-model is a .pt; native with --device gpu)")
+    p.add_argument("--backends", choices=("native", "python"), default="native",
+                   help="native: pytorch/onnxruntime + fil, the seed's (default); python: the Python stand-ins "
+                        "(our ONNX Runtime and forest models) for a server with only the Python backend")
     p.add_argument("--env", default=None,
                    help="execution environment (tarball or directory) copied into every python model's directory")
     add_pack_env_options(p)
@@ -55,10 +55,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _create(args: argparse.Namespace) -> int:
-    backends = args.backends
-    if backends is None:  # as `example readability`: a CPU repository serves where only the Python backend is
-        pt = args.bert_model is not None and str(args.bert_model).endswith(".pt")
-        backends = "python" if args.device == "cpu" and not pt else "native"
+    backends = args.backends  # native for both devices: the cpu and gpu repositories differ in instance_group only
     try:
         options = dict(
             device=args.device,

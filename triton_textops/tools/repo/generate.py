@@ -30,7 +30,13 @@ from triton_textops.tools.repo.requirements import (
     read_requirements,
     requirements_text,
 )
-from triton_textops.triton.config import ConfigError, model_config_pb2, write_config
+from triton_textops.triton.config import (
+    CLIENT_NAMES_PARAM,
+    ConfigError,
+    ensemble_client_names,
+    model_config_pb2,
+    write_config,
+)
 from triton_textops.triton.params import parse_bool
 
 __all__ = [
@@ -69,6 +75,8 @@ _MODULES = {
     BERT: "triton_textops.models.onnx_regressor",
     CUML: "triton_textops.models.forest",
 }
+# the same by model module (what `deploy` checks a repository's python models against: their model.py imports it)
+MODULE_REQUIREMENTS: dict[str, tuple[str, ...]] = {_MODULES[m]: reqs for m, reqs in MODEL_REQUIREMENTS.items()}
 # dynamic batching max_queue_delay_microseconds by default: 0 (was 100). On the CPU (benchmarks/perf.py tune, issue
 # 27) preprocess had more throughput with no delay than with 100 us at concurrency 1 and 64 (the same at 8): what
 # queues while an instance is busy is still batched. One value for both devices (--device changes only the
@@ -424,7 +432,7 @@ def plan_repository(
     plan.python_models = [m for m in MODELS if m in python_models]
     plan.requirements = list(dict.fromkeys(r for m in plan.python_models for r in MODEL_REQUIREMENTS.get(m, ())))
     plan.files[REQUIREMENTS_FILE] = requirements_text(plan.python_models, plan.requirements)
-    return plan
+    return add_client_names(plan)
 
 
 def _ensemble(max_batch_size: int, width: int) -> Any:
@@ -539,6 +547,17 @@ def _check_target(plan: RepositoryPlan, root: Path, overwrite: bool) -> None:
         raise RepositoryError(
             f"{root} already has model(s) {', '.join(existing)}; use overwrite=True (--overwrite) to replace them"
         )
+
+
+def add_client_names(plan: RepositoryPlan) -> RepositoryPlan:
+    """Our Python models learn which ensemble input the client sends for each of theirs (the ``client_names``
+    parameter), so their errors name it: a Python model never sees the ensemble that calls it."""
+    ours = {rel.split("/")[0] for rel, data in plan.files.items()
+            if rel.endswith("/1/model.py") and data.startswith(b"from triton_textops.models.")}
+    for name, names in ensemble_client_names(plan.configs).items():
+        if name in ours:
+            _param(plan.configs[name], CLIENT_NAMES_PARAM, ",".join(f"{k}={v}" for k, v in names.items()))
+    return plan
 
 
 def write_plan(plan: RepositoryPlan, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:

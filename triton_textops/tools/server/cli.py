@@ -53,6 +53,11 @@ def _print_failures(failures: Mapping[str, str], log_file: Path | None) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from triton_textops.tools import import_client  # noqa: PLC0415
+    from triton_textops.triton.config import model_config_pb2  # noqa: PLC0415
+
+    import_client("http")  # the server extra, checked before a server starts
+    model_config_pb2()  # the config schema (the summary reads each config.pbtxt)
     t0 = time.monotonic()
     extra = list(args.passthrough)
     bad = [a for a in extra if not a.startswith("-")]
@@ -83,6 +88,7 @@ def _serve(args: argparse.Namespace) -> int:
     # SIGTERM/SIGHUP (kill, closed terminal) stop the server like Ctrl-C instead of orphaning it
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGHUP, _interrupt)
+    server.progress = lambda line: print(f"  {line}", flush=True)
     try:
         server.start()
     except KeyboardInterrupt:
@@ -99,12 +105,12 @@ def _serve(args: argparse.Namespace) -> int:
             if logged:
                 print(f"full server log: {log_file}", file=sys.stderr)
         return 1
+    if server.failures:  # --exit-on-error=false: it serves the others (said before "ready", not after it)
+        _print_failures(server.failures, None)
     print(f"tritonserver ready in {time.monotonic() - t0:.1f}s serving {server.model_repository}\n"
-          f"  HTTP    {server.http_url}\n  gRPC    {server.grpc_url}\n  metrics {server.metrics_url}\n"
+          f"  HTTP    http://{server.http_url}\n  gRPC    {server.grpc_url}\n  metrics {server.metrics_url}\n"
           f"  log     {server.log_path}\n  probe   triton-textops probe {server.http_url}\n"
           "Press Ctrl-C to stop.", flush=True)
-    if server.failures:  # --exit-on-error=false: it serves the others
-        _print_failures(server.failures, None)
     try:
         while server.running:
             time.sleep(0.5)

@@ -103,6 +103,10 @@ class TritonServer:
         self._env = dict(env or {})
         self._python_env = Path(python_env).resolve() if python_env else None
         self.startup_timeout = startup_timeout
+        # called every progress_every_s seconds of a start still waiting (serve prints it: a first load of packed
+        # envs, extracted by the server, or a cold numba cache can take minutes)
+        self.progress: Callable[[str], None] | None = None
+        self.progress_every_s = 15.0
         self.exit_timeout = exit_timeout
         self.log_verbose = log_verbose
         self._log_path_arg = Path(log_path) if log_path else None
@@ -122,7 +126,8 @@ class TritonServer:
     # -- public properties ------------------------------------------------------------------------------------
     @property
     def http_url(self) -> str:
-        """``host:port`` for ``tritonclient.http`` (no scheme, as tritonclient expects)."""
+        """``host:port`` for ``tritonclient.http`` (no scheme, as tritonclient expects: ``http://`` + it for a
+        URL, as ``serve`` prints it)."""
         return f"127.0.0.1:{self.http_port}"
 
     @property
@@ -263,8 +268,13 @@ class TritonServer:
         tolerate = not exit_on_error(self.extra_args)
         assert self.process is not None
         client = _http_client(self.http_url)
+        started = last = time.monotonic()
         try:
             while True:
+                if self.progress is not None and time.monotonic() - last >= self.progress_every_s:
+                    last = time.monotonic()
+                    self.progress(f"still starting ({last - started:.0f} s): tritonserver is loading the models (a "
+                                  "python model with a packed env extracts it first; numba compiles on a cold cache)")
                 rc = self.process.poll()
                 if rc is not None:
                     raise self._fail(f"tritonserver exited with code {rc} during startup")
@@ -376,9 +386,9 @@ def _http_client(url: str) -> InferenceServerClient:
     """A tritonclient.http client for ``host:port`` with short timeouts (the startup loop polls it)."""
     try:
         import tritonclient.http as httpclient  # noqa: PLC0415 - the 'server' extra, needed only to start one
-    except ImportError as exc:
-        raise TritonServerError("starting tritonserver needs tritonclient[http]: "
-                                "pip install 'triton-textops[server]'") from exc
+    except ModuleNotFoundError as exc:  # the CLI turns it into one line naming the extra
+        raise ModuleNotFoundError("starting tritonserver needs tritonclient[http]: "
+                                  "pip install 'triton-textops[server]'", name=exc.name) from exc
     return httpclient.InferenceServerClient(url, connection_timeout=2.0, network_timeout=2.0)
 
 

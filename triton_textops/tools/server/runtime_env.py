@@ -71,6 +71,8 @@ def model_runtime_env(
         if env.exists():
             shutil.rmtree(env)
         # A venv is not relocatable (activate, script shebangs), so it is built in place and marked complete last.
+        print(f"building the model runtime env {env} ({', '.join(reqs)}; once, then cached: about a minute)...",
+              file=sys.stderr, flush=True)
         run([base, "-m", "venv", "--without-pip", env], "creating the model runtime venv", error=TritonServerError)
         env_python = env / "bin" / "python"
         pip_ok = subprocess.run([*pip_cmd(), "--version"], capture_output=True).returncode == 0

@@ -32,7 +32,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("stub", help="build or inspect a triton_python_backend_stub for another Python")
     ssub = p.add_subparsers(dest="stub_command", required=True)
 
-    b = ssub.add_parser("build", help="compile triton_python_backend_stub for a target Python and Triton release")
+    b = ssub.add_parser("build", help="compile triton_python_backend_stub for a target Python and Triton release",
+                        description="Compile Triton's triton_python_backend_stub from python_backend's sources for "
+                        "a target Python (--python) and Triton release (--triton, or asked of --server-url), so a "
+                        "server runs Python models in that Python (the stock stub embeds the container's). Checks "
+                        "cmake, a C++ compiler and the Python's headers first; see stub_build/README.md.")
     b.add_argument("--triton", help="target release (24.10) or server version (2.51.0); default: "
                    "$NVIDIA_TRITON_SERVER_VERSION or --server-url")
     b.add_argument("--server-url", help="ask a running server (GET <url>/v2) for its version, e.g. http://localhost:8000")
@@ -61,11 +65,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--dry-run", action="store_true", help="print the plan and the requirement checks, build nothing")
     b.set_defaults(func=run_build)
 
-    i = ssub.add_parser("inspect", help="which Python a stub embeds and where its libpython resolves")
+    i = ssub.add_parser("inspect", help="which Python a stub embeds and where its libpython resolves",
+                        description="Read a triton_python_backend_stub binary (ELF, not run): the Python it embeds "
+                        "(its DT_NEEDED libpython) and where that library resolves on this machine.")
     i.add_argument("stub", help="path of a triton_python_backend_stub binary")
     i.set_defaults(func=run_inspect)
 
-    r = ssub.add_parser("releases", help="print container release -> server version -> Python -> numpy table")
+    r = ssub.add_parser("releases", help="print container release -> server version -> Python -> numpy table",
+                        description="Print the table of Triton container releases: server version, the stock "
+                        "stub's Python and the numpy it needs.")
     r.set_defaults(func=run_releases)
 
 
