@@ -146,4 +146,4 @@ def test_errors_name_the_ensemble_input_the_client_sent(repo: Path) -> None:
         with pytest.raises(InferError) as exc:
             m.infer({"QUERY": np.array([[b"hello"]], dtype=object),
                      "REQUEST_OUTPUT_LEN": np.array([[-1]], np.int32)})
-    assert "input 'max_tokens' (REQUEST_OUTPUT_LEN in model 'preprocessing') is negative (-1)" in str(exc.value)
+    assert "input 'max_tokens' (REQUEST_OUTPUT_LEN in model 'preprocessing') row 0 is negative (-1)" in str(exc.value)

@@ -147,7 +147,7 @@ def test_bad_requests_fail_alone_while_the_others_stream(llm_server: TritonServe
         assert s.error is not None and s.outputs == [], s.error
     # in the client's terms (issue 47): the ensemble input it sent, then the model's own tensor (client_names)
     assert "input 'text_input' (QUERY in model 'preprocessing') row 0: text is not valid UTF-8" in bad["utf8"].error
-    assert "input 'max_tokens' (REQUEST_OUTPUT_LEN in model 'preprocessing') is negative (-3)" in bad["negative"].error
+    assert "input 'max_tokens' (REQUEST_OUTPUT_LEN in model 'preprocessing') row 0 is negative (-3)" in bad["negative"].error
     assert "max_tokens" in bad["dtype"].error
     assert "INT64" in bad["dtype"].error and "INT32" in bad["dtype"].error
     for t, s in zip(TEXTS, good):

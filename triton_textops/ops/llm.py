@@ -629,7 +629,8 @@ def check_pre_request(r: PreRequest, names: dict[str, str]) -> PreRequest:
             raise InputError(f"input '{names[key]}' must be {n} integer(s), one per query row, got {arr.dtype} "
                              f"{list(arr.shape)}")
     if (r.output_len < 0).any():
-        raise InputError(f"input '{names['output_len']}' is negative ({int(r.output_len.min())})")
+        k = int(np.flatnonzero(r.output_len.reshape(-1) < 0)[0])
+        raise InputError(f"input '{names['output_len']}' row {k} is negative ({int(r.output_len.reshape(-1)[k])})")
     for key in ("decoder", "bad", "stop", "bias_words"):
         t = getattr(r, key)
         got = t.rows if isinstance(t, Words) else (t[1].shape[0] - 1 if t is not None else n)
@@ -656,7 +657,8 @@ def check_sequences(tokens: np.ndarray, lengths: np.ndarray, n_ids: int,
         raise InputError(f"input '{ln}' must be integer [batch, beams] = {list(tokens.shape[:2])}, got "
                          f"{lengths.dtype} {list(lengths.shape)}")
     if (lengths < 0).any():
-        raise InputError(f"input '{ln}' is negative ({int(lengths.min())})")
+        b, beam = (int(x) for x in np.argwhere(lengths < 0)[0])
+        raise InputError(f"input '{ln}': [{b}, {beam}] is negative ({int(lengths[b, beam])})")
     ids, offsets = sequences(tokens, lengths)
     if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n_ids):
         k = int(np.flatnonzero((ids < 0) | (ids >= n_ids))[0])
