@@ -174,7 +174,8 @@ def run(d: Path, name: str, corpus: str, texts: list[str], repeats: int) -> None
         for c in cols:
             ts = times[(e, c)]
             if c == "1":
-                cells.append(f"{min(ts) * 1e6:7.1f} [{min(ts) * 1e6:.0f}-{max(ts) * 1e6:.0f}] {ours[c] / min(ts):4.2f}x")
+                cells.append(f"{min(ts) * 1e6:7.1f} [{min(ts) * 1e6:.0f}-{max(ts) * 1e6:.0f}] "
+                             f"{ours[c] / min(ts):4.2f}x")
             else:
                 nb = nbytes[c]
                 cells.append(f"{nb / min(ts) / 1e6:6.2f} [{nb / max(ts) / 1e6:.1f}-{nb / min(ts) / 1e6:.1f}] "

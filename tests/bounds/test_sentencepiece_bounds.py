@@ -1,7 +1,7 @@
 """The SentencePiece kernels with every array access bounds-checked: any bytes (valid UTF-8 or not), a .model
 (sentencepiece's normalizer, a user symbol) and Llama-2 / Metaspace / Gemma / SpmConverter (Precompiled)
-tokenizer.json files, ragged and fixed
-rows, decode of any ids; an index outside an array raises IndexError here, a bad input must be an InputError."""
+tokenizer.json files, ragged and fixed rows, decode of any ids; an index outside an array raises IndexError here,
+a bad input must be an InputError."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from triton_textops.ops.sentencepiece.tokenizer import SentencePieceTokenizer  #
 
 TOKS: list[SentencePieceTokenizer] = []
 PIECES = st.sampled_from(["<s>", "</s>", "<ud>", " ", "  ", "\u3000", "\t\n", "\u2581", "e\u0301", "ﬁ", "😀", "中文",
-                          "ab" * 40, "x", "<0x41>", "\ufb01\u0301", "\u1100\u1161", "\u00a9\u200d", "\u0600", "\ufdfa"])
+                          "ab" * 40, "x", "<0x41>", "\ufb01\u0301", "\u1100\u1161", "\u00a9\u200d", "\u0600",
+                          "\ufdfa"])
 
 
 def tokenizers() -> list[SentencePieceTokenizer]:

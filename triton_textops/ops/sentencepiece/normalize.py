@@ -1,12 +1,18 @@
 """SentencePiece normalization in the kernels: HF's normalizers of SentencePiece conversions (``Prepend``,
-``Replace`` of a string or of a run ``"X{k,}"``, ``Strip``, and sequences of them) and sentencepiece's own
-``Normalizer::Normalize`` of a ``.model`` (its precompiled charsmap by longest prefix, ``add_dummy_prefix``,
-``remove_extra_whitespaces``, ``escape_whitespaces``, user-defined symbols passed through).
+``Replace`` of a string or of a run ``"X{k,}"``, ``Strip``, ``Precompiled``, and sequences of them) and
+sentencepiece's own ``Normalizer::Normalize`` of a ``.model`` (its precompiled charsmap by longest prefix,
+``add_dummy_prefix``, ``remove_extra_whitespaces``, ``escape_whitespaces``, user-defined symbols passed through).
 
 A normalizer is a :class:`Program`: a list of ops applied in order to each segment of a text (between added
 tokens), ping-pong between two areas of the text's byte scratch. The charsmap is sentencepiece's blob: a
 little-endian uint32 trie size, a Darts-clone double-array trie over UTF-8 prefixes (uint32 units), then the
 NUL-terminated normalized strings the trie's values point into.
+
+The two readings of that charsmap differ: sentencepiece (``normalizer.cc``) takes the longest key at each
+position; HF's ``Precompiled`` (``precompiled.rs`` over ``spm_precompiled``) walks extended grapheme clusters and
+replaces a cluster under 6 bytes whole by the string of its *shortest* key prefix (so ``"A"`` + a combining mark
+loses the mark when ``"A"`` is a key), other clusters a character at a time. The cluster classes are HF's,
+measured by ``scripts/gen_grapheme_tables.py`` (``data/grapheme_tables.npz``).
 """
 
 from __future__ import annotations
