@@ -1,6 +1,7 @@
 """The SentencePiece kernels with every array access bounds-checked: any bytes (valid UTF-8 or not), a .model
-(sentencepiece's normalizer, a user symbol) and Llama-2 / Metaspace / Gemma tokenizer.json files, ragged and fixed
-rows, decode of any ids; an index outside an array raises IndexError here, a bad input must be an InputError."""
+(sentencepiece's normalizer, a user symbol) and Llama-2 / Metaspace / Gemma / SpmConverter (Precompiled)
+tokenizer.json files, ragged and fixed rows, decode of any ids; an index outside an array raises IndexError here,
+a bad input must be an InputError."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from triton_textops.ops.sentencepiece.tokenizer import SentencePieceTokenizer  #
 
 TOKS: list[SentencePieceTokenizer] = []
 PIECES = st.sampled_from(["<s>", "</s>", "<ud>", " ", "  ", "\u3000", "\t\n", "\u2581", "e\u0301", "ﬁ", "😀", "中文",
-                          "ab" * 40, "x", "<0x41>", "\ufb01\u0301"])
+                          "ab" * 40, "x", "<0x41>", "\ufb01\u0301", "\u1100\u1161", "\u00a9\u200d", "\u0600",
+                          "\ufdfa"])
 
 
 def tokenizers() -> list[SentencePieceTokenizer]:
@@ -28,7 +30,7 @@ def tokenizers() -> list[SentencePieceTokenizer]:
         d = Path(tempfile.mkdtemp())
         model = O.train(d / "sp.model", vocab_size=500, byte_fallback=True, user_defined_symbols=["<ud>"])
         TOKS.append(SentencePieceTokenizer.from_file(model))
-        for style in ("llama", "llama-metaspace", "gemma"):
+        for style in ("llama", "llama-metaspace", "gemma", "spm"):  # spm: a Precompiled normalizer
             TOKS.append(SentencePieceTokenizer.from_file(O.convert(model, d / f"{style}.json", style)))
     return TOKS
 

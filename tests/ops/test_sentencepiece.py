@@ -40,7 +40,7 @@ MODELS = {
     "uni_id": {"model_type": "unigram", "normalization_rule_name": "identity", "byte_fallback": True},
 }
 STYLES = {"llama": ["nfkc", "small", "unk"], "llama-metaspace": ["nfkc", "identity"], "gemma": ["nfkc", "small"],
-          "spm": ["identity", "uni_id"]}
+          "spm": ["identity", "uni_id", "uni_nfkc", "nfkc", "unk", "cf"]}
 CASES = [(s, m) for s, ms in STYLES.items() for m in ms]
 
 
@@ -90,7 +90,7 @@ def test_every_code_point_in_context(models: dict[str, Path], converted: dict) -
         sp = spm.SentencePieceProcessor(model_file=str(models[name]))
         assert _diff(_rows(Tokenizer.from_file(models[name]).encode(texts)), [sp.encode(t) for t in texts],
                      texts) == []
-    for key in (("llama", "small"), ("spm", "uni_id")):
+    for key in (("llama", "small"), ("spm", "uni_id"), ("spm", "uni_nfkc"), ("spm", "cf")):
         hf = tokenizers.Tokenizer.from_file(str(converted[key]))
         want = [e.ids for e in hf.encode_batch(texts)]
         assert _diff(_rows(Tokenizer.from_file(converted[key]).encode(texts)), want, texts) == []
@@ -111,7 +111,8 @@ def sp_all(models: dict[str, Path], converted: dict) -> tuple:
     for name in ("nfkc", "small", "uni_nfkc"):
         sp = spm.SentencePieceProcessor(model_file=str(models[name]))
         out.append((Tokenizer.from_file(models[name]), sp.encode))
-    for key in (("llama", "small"), ("gemma", "nfkc"), ("llama-metaspace", "identity"), ("spm", "uni_id")):
+    for key in (("llama", "small"), ("gemma", "nfkc"), ("llama-metaspace", "identity"), ("spm", "uni_id"),
+                ("spm", "uni_nfkc"), ("spm", "nfkc")):
         hf = tokenizers.Tokenizer.from_file(str(converted[key]))
         out.append((Tokenizer.from_file(converted[key]), lambda t, hf=hf: hf.encode(t).ids))
     return tuple(out)

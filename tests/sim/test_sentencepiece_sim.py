@@ -19,10 +19,11 @@ from triton_textops.ops.sentencepiece.tokenizer import SentencePieceTokenizer  #
 pytest.importorskip("sentencepiece")
 TEXTS = O.MULTILINGUAL[:6] + ["Hello  world<s> x</s>", " \u3000\t\n  lead", "<ud>y<ud>", "",
                               "a" * 130 + "é" * 30,  # one pre-token of over SHORT symbols: the heap path
-                              "ＦＵＬＬ ﬁ ½ e\u0301 😀\u200d"]
+                              "ＦＵＬＬ ﬁ ½ e\u0301 😀\u200d", "\u1100\u1161\u11a8 \u00a9\u200d\u00a9 \u0600a Ａ\u0300 \ufdfa"]
 
 
-@pytest.fixture(scope="module", params=["model", "llama", "gemma", "unigram", "unigram-spm"])
+# unigram-precompiled: nmt_nfkc converted by SpmConverter, HF's Precompiled normalizer (grapheme clusters)
+@pytest.fixture(scope="module", params=["model", "llama", "gemma", "unigram", "unigram-spm", "unigram-precompiled"])
 def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple:
     root = tmp_path_factory.mktemp("sp")
     kind = "unigram" if request.param.startswith("unigram") else "bpe"

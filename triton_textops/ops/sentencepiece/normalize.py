@@ -1,18 +1,28 @@
 """SentencePiece normalization in the kernels: HF's normalizers of SentencePiece conversions (``Prepend``,
-``Replace`` of a string or of a run ``"X{k,}"``, ``Strip``, and sequences of them) and sentencepiece's own
-``Normalizer::Normalize`` of a ``.model`` (its precompiled charsmap by longest prefix, ``add_dummy_prefix``,
-``remove_extra_whitespaces``, ``escape_whitespaces``, user-defined symbols passed through).
+``Replace`` of a string or of a run ``"X{k,}"``, ``Strip``, ``Precompiled``, and sequences of them) and
+sentencepiece's own ``Normalizer::Normalize`` of a ``.model`` (its precompiled charsmap by longest prefix,
+``add_dummy_prefix``, ``remove_extra_whitespaces``, ``escape_whitespaces``, user-defined symbols passed through).
 
 A normalizer is a :class:`Program`: a list of ops applied in order to each segment of a text (between added
 tokens), ping-pong between two areas of the text's byte scratch. The charsmap is sentencepiece's blob: a
 little-endian uint32 trie size, a Darts-clone double-array trie over UTF-8 prefixes (uint32 units), then the
 NUL-terminated normalized strings the trie's values point into.
+
+The two readings of that charsmap differ: sentencepiece (``normalizer.cc``) takes the longest key at each
+position; HF's ``Precompiled`` (``precompiled.rs`` over ``spm_precompiled``) walks extended grapheme clusters and
+replaces a cluster under 6 bytes whole by the string of its *shortest* key prefix (so ``"A"`` + a combining mark
+loses the mark when ``"A"`` is a key), other clusters a character at a time. The cluster classes are HF's,
+measured by ``scripts/gen_grapheme_tables.py`` (``data/grapheme_tables.npz``).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import functools
 import re
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -20,22 +30,29 @@ import numpy as np
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.utf8 import utf8_at
 
-OP_PREPEND, OP_REPLACE, OP_RUN, OP_STRIP, OP_SPM = range(1, 6)
+OP_PREPEND, OP_REPLACE, OP_RUN, OP_STRIP, OP_SPM, OP_PRECOMP = range(1, 7)
 OP_W = 6  # int64 per op in the program array: kind, pattern offset, pattern length, content offset, length, arg
 # SPM's arg bits
 SPM_DUMMY, SPM_EXTRA, SPM_ESCAPE = 1, 2, 4
-NT_PROG, NT_POOL, NT_UNITS, NT_NORM, NT_UD = range(5)  # the normalizer tuple a kernel takes
+NT_PROG, NT_POOL, NT_UNITS, NT_NORM, NT_UD, NT_GIDX, NT_GFLAGS = range(7)  # the normalizer tuple a kernel takes
+# grapheme-cluster flags of HF's Precompiled (scripts/gen_grapheme_tables.py measures them on HF)
+(GB_EXT, GB_PRE, GB_CTL, GB_CR, GB_LF, GB_HL, GB_HVL, GB_HTL, GB_HLR, GB_HVR, GB_HTR, GB_EP, GB_ZWJ, GB_XEP, GB_CONS,
+ GB_LNK, GB_INX) = (1 << i for i in range(17))
+GB_SHIFT = 7
+GB_SHORT = 6  # HF: a cluster of fewer bytes is looked up whole
 SPACE = "\u2581".encode()
 
 
 @dataclass
 class Program:
-    """A normalizer: ``ops`` (kind, pattern bytes, content bytes, arg), a charsmap for OP_SPM, and the frozen
-    (user-defined) pieces it passes through unnormalized."""
+    """A normalizer: ``ops`` (kind, pattern bytes, content bytes, arg), a charsmap for OP_SPM or OP_PRECOMP, the
+    frozen (user-defined) pieces it passes through unnormalized, and the grapheme tables of OP_PRECOMP (the
+    packaged ones when None)."""
 
     ops: list[tuple[int, bytes, bytes, int]] = field(default_factory=list)
     charsmap: bytes = b""
     frozen: list[bytes] = field(default_factory=list)
+    grapheme: dict[str, np.ndarray] | None = None
 
     def bound(self) -> tuple[int, int]:
         """(a, b): a segment of n >= 1 bytes normalizes to at most a * n + b bytes."""
@@ -50,6 +67,9 @@ class Program:
             elif kind == OP_SPM:
                 f = max(3, charsmap_growth(self.charsmap, bool(arg & SPM_ESCAPE)))
                 a, b = a * f, b * f + 3
+            elif kind == OP_PRECOMP:
+                f = max(1, charsmap_growth(self.charsmap, False))
+                a, b = a * f, b * f
         return a, b
 
     def tables(self) -> tuple[np.ndarray, ...]:
@@ -62,8 +82,24 @@ class Program:
             prog += [len(pool), len(content), arg]
             pool += content
         units, norm = parse_charsmap(self.charsmap)
+        if any(op[0] == OP_PRECOMP for op in self.ops):
+            g = self.grapheme if self.grapheme is not None else grapheme_tables()
+            gidx, gfl = np.ascontiguousarray(g["idx"], dtype=np.int32), np.ascontiguousarray(g["flags"], np.int32)
+        else:
+            gidx, gfl = np.zeros(N_CP >> GB_SHIFT, dtype=np.int32), np.zeros(1 << GB_SHIFT, dtype=np.int32)
         return (np.array(prog, dtype=np.int64), np.frombuffer(pool or b"\0", dtype=np.uint8).copy(), units, norm,
-                frozen_table(self.frozen))
+                frozen_table(self.frozen), gidx, gfl)
+
+
+N_CP = 0x110000
+
+
+@functools.lru_cache(maxsize=1)
+def grapheme_tables() -> dict[str, np.ndarray]:
+    """The packaged ``grapheme_tables.npz`` (``idx``: block of each 128 code points, ``flags``: the blocks)."""
+    ref = resources.files("triton_textops") / "data" / "grapheme_tables.npz"
+    with resources.as_file(ref) as p, np.load(p) as z:
+        return {k: z[k] for k in ("idx", "flags")}
 
 
 def frozen_table(pieces: list[bytes], ids: list[int] | None = None) -> tuple[np.ndarray, ...]:
@@ -151,7 +187,23 @@ def from_json(norm: Any, refuse: Any) -> Program:
         elif kind == "Strip":
             left, right = bool(st.get("strip_left", True)), bool(st.get("strip_right", True))
             prog.ops.append((OP_STRIP, b"", b"", int(left) | 2 * int(right)))
-        elif kind in ("Precompiled", "NFKC", "NFKD", "NFD", "NFC", "Lowercase", "StripAccents"):
+        elif kind == "Precompiled":
+            raw = st.get("precompiled_charsmap")
+            try:
+                blob = base64.b64decode(raw, validate=True) if isinstance(raw, str) else b""
+            except (binascii.Error, ValueError):
+                blob = b""
+            if not blob:
+                refuse(f"normalizer[{i}].precompiled_charsmap", raw, "is not a base64 charsmap")
+            if prog.charsmap:
+                refuse(f"normalizer[{i}]", {"type": kind}, "is a second Precompiled (one is supported)")
+            try:
+                parse_charsmap(blob)
+            except ValueError as e:
+                refuse(f"normalizer[{i}].precompiled_charsmap", "...", str(e))
+            prog.charsmap = blob
+            prog.ops.append((OP_PRECOMP, b"", b"", 0))
+        elif kind in ("NFKC", "NFKD", "NFD", "NFC", "Lowercase", "StripAccents"):
             refuse(f"normalizer[{i}]", {"type": kind}, "is not supported yet in a SentencePiece tokenizer.json")
         else:
             refuse(f"normalizer[{i}]", {"type": kind}, "is not supported")
@@ -197,9 +249,9 @@ def sp_prefix_at(buf, i, end, ud):
 
 
 @K.device
-def trie_longest(buf, i, end, units):
+def trie_longest(buf, i, end, units, shortest=False):
     """(length, value) of the longest charsmap key that prefixes ``buf[i:end]`` (sentencepiece: among its first
-    32 matches), (0, 0) for none."""
+    32 matches; ``shortest``: the first match, as HF's ``spm_precompiled`` takes), (0, 0) for none."""
     n = units.shape[0]
     u = units[0]
     node = (u >> 10) << ((u & 512) >> 6)
@@ -223,6 +275,8 @@ def trie_longest(buf, i, end, units):
             found += 1
             best = k + 1 - i
             val = units[node] & 0x7FFFFFFF
+            if shortest:
+                break
     return best, val
 
 
@@ -303,6 +357,107 @@ def spm_normalize(buf, a, b, out, o, cap, ntab, arg):
     return o
 
 
+@K.device(inline=True)
+def gb_flags(cp, gidx, gfl):
+    """The grapheme flags (GB_*) of code point ``cp`` (0 for an invalid one)."""
+    if cp < 0 or cp >= N_CP:
+        return 0
+    return gfl[(np.int64(gidx[cp >> GB_SHIFT]) << GB_SHIFT) | (cp & ((1 << GB_SHIFT) - 1))]
+
+
+@K.device
+def gb_join(pf, cf, ep, incb):
+    """No cluster boundary between a character of flags ``pf`` and one of ``cf`` (UAX #29 GB3-GB11 on HF's
+    measured classes; ``ep``: 2 after Extended_Pictographic Extend* ZWJ; ``incb``: 2 after an Indic consonant and a
+    linker; regional indicators never matter for Precompiled: see the table generator)."""
+    if (pf & GB_CR) and (cf & GB_LF):
+        return True
+    if (pf & GB_CTL) or (cf & GB_CTL):
+        return False
+    if ((pf & GB_HL) and (cf & GB_HLR)) or ((pf & GB_HVL) and (cf & GB_HVR)) or ((pf & GB_HTL) and (cf & GB_HTR)):
+        return True
+    if (cf & GB_EXT) or (pf & GB_PRE):
+        return True
+    if incb == 2 and (cf & GB_CONS):
+        return True
+    return ep == 2 and (cf & GB_EP) != 0
+
+
+@K.device
+def precomp_emit(buf, i, j, out, o, cap, units, norm):
+    """``buf[i:j]`` replaced by the normalized string of its shortest charsmap key prefix, copied when none
+    (``o`` unchanged then: returns (end, matched)); end -1 when full."""
+    ln, val = trie_longest(buf, i, j, units, True)
+    if ln == 0:
+        return o, False
+    q = val
+    while q < norm.shape[0] and norm[q] != 0:
+        if o >= cap:
+            return -1, True
+        out[o] = norm[q]
+        o += 1
+        q += 1
+    return o, True
+
+
+@K.device
+def precompiled(buf, a, b, out, o, cap, ntab):
+    """HF's ``Precompiled`` of ``buf[a:b]`` into ``out[o:cap]``: per grapheme cluster, a cluster under 6 bytes
+    replaced whole by its shortest key's string, else each character by its own (or copied). New end, -1: full."""
+    units = ntab[NT_UNITS]
+    norm = ntab[NT_NORM]
+    gidx = ntab[NT_GIDX]
+    gfl = ntab[NT_GFLAGS]
+    i = a
+    while i < b:
+        cp, n = utf8_at(buf, i, b)
+        pf = gb_flags(cp, gidx, gfl)
+        ep = 1 if pf & GB_EP else 0
+        incb = 1 if pf & GB_CONS else 0
+        j = i + n
+        while j < b:
+            cp, n = utf8_at(buf, j, b)
+            cf = gb_flags(cp, gidx, gfl)
+            if not gb_join(pf, cf, ep, incb):
+                break
+            if cf & GB_EP:
+                ep = 1
+            elif ep == 1 and (cf & GB_XEP):
+                ep = 1
+            elif ep == 1 and (cf & GB_ZWJ):
+                ep = 2
+            else:
+                ep = 0
+            if cf & GB_CONS:
+                incb = 1
+            elif incb >= 1 and (cf & GB_LNK):
+                incb = 2
+            elif not (incb >= 1 and (cf & GB_INX)):
+                incb = 0
+            pf = cf
+            j += n
+        done = False
+        if j - i < GB_SHORT:
+            o, done = precomp_emit(buf, i, j, out, o, cap, units, norm)
+            if o < 0:
+                return -1
+        k = i
+        while not done and k < j:
+            n = utf8_at(buf, k, j)[1]
+            o, hit = precomp_emit(buf, k, k + n, out, o, cap, units, norm)
+            if o < 0:
+                return -1
+            if not hit:
+                if o + n > cap:
+                    return -1
+                for q in range(n):
+                    out[o + q] = buf[k + q]
+                o += n
+            k += n
+        i = j
+    return o
+
+
 @K.device
 def sp_norm_op(buf, a, b, out, o, cap, ntab, op):
     """Op ``op`` of the program on ``buf[a:b]``, written to ``out[o:cap]``: the new end, -1 when full."""
@@ -317,6 +472,8 @@ def sp_norm_op(buf, a, b, out, o, cap, ntab, op):
     arg = prog[at + 5]
     if kind == OP_SPM:
         return spm_normalize(buf, a, b, out, o, cap, ntab, arg)
+    if kind == OP_PRECOMP:
+        return precompiled(buf, a, b, out, o, cap, ntab)
     if kind == OP_STRIP:
         while a < b and (arg & 1):
             cp, n = utf8_at(buf, a, b)
