@@ -103,3 +103,117 @@ def test_tekken_refuses_a_bad_config(tmp_path: O.Path) -> None:
     (tmp_path / "t.json").write_text(json.dumps(doc))
     with pytest.raises(ConfigError, match="default_vocab_size - default_num_special_tokens = 8"):
         Tokenizer.from_file(tmp_path / "t.json")
+
+
+# ------------------------------------------------------------------------------------------- family layouts
+# Llama-3 / 4's tokenizer.model (Meta's llama-models) and Whisper's rank files: not shipped here (Llama's licence;
+# size), so files of their shape are written from the ranks here: cl100k's 100256 + 27744 of o200k's (Llama-3's
+# 128000: its first 100256 are cl100k's), o200k's 199998 + 2, GPT-2's 50256 + Whisper's empty-token line. The ids
+# below are the published ones (llama-models' tokenizer.py, whisper's tokenizer.py; the main ones are HF's too,
+# whose Llama-3 reserved names, from the older Llama-3.0 code, differ).
+LLAMA3_IDS = {"<|begin_of_text|>": 128000, "<|end_of_text|>": 128001, "<|start_header_id|>": 128006,
+              "<|end_header_id|>": 128007, "<|eot_id|>": 128009, "<|python_tag|>": 128010,
+              "<|reserved_special_token_2|>": 128012, "<|reserved_special_token_245|>": 128255}
+LLAMA4_IDS = {"<|begin_of_text|>": 200000, "<|end_of_text|>": 200001, "<|header_start|>": 200005,
+              "<|eot|>": 200008, "<|python_start|>": 200016, "<|finetune_right_pad|>": 200018,
+              "<|image_start|>": 200080, "<|image|>": 200090, "<|patch|>": 200092,
+              "<|reasoning_thinking_end|>": 201143, "<|reserved_special_token_903|>": 202047}
+WHISPER_IDS = {"<|endoftext|>": 50257, "<|startoftranscript|>": 50258, "<|en|>": 50259, "<|su|>": 50357,
+               "<|translate|>": 50358, "<|transcribe|>": 50359, "<|notimestamps|>": 50363, "<|0.00|>": 50364,
+               "<|30.00|>": 51864}
+
+
+def _layout_file(tmp_path: O.Path, kind: str) -> tuple[O.Path, dict[bytes, int]]:
+    if kind == "llama3":
+        base = dict(O.ranks("cl100k_base"))
+        extra = [t for t, _ in sorted(O.ranks("o200k_base").items(), key=lambda kv: kv[1]) if t not in base]
+        base.update({t: 100256 + i for i, t in enumerate(extra[:27744])})
+        return _rank_file(tmp_path / "tokenizer.model", base), base
+    if kind == "llama4":
+        base = dict(O.ranks("o200k_base"))
+        base.update({b"  \xe2\x80\x94 ": 199998, b"\xe2\x80\x94 ": 199999})
+        return _rank_file(tmp_path / "tokenizer.model", base), base
+    base = dict(O.ranks("gpt2"))
+    return _rank_file(tmp_path / "multilingual.tiktoken", base, extra="= 50256\n"), {**base, b"": 50256}
+
+
+@pytest.mark.parametrize(("kind", "pattern", "ids"), [("llama3", O.LLAMA3_PATTERN, LLAMA3_IDS),
+                                                      ("llama4", O.TIKTOKEN_PATTERNS["o200k_base"], LLAMA4_IDS),
+                                                      ("whisper-multilingual", O.TIKTOKEN_PATTERNS["gpt2"],
+                                                       WHISPER_IDS)])
+def test_family_rank_files_known_by_content(tmp_path: O.Path, kind: str, pattern: str, ids: dict[str, int]) -> None:
+    """A Llama-3 / 4 ``tokenizer.model`` or Whisper's ``multilingual.tiktoken``: ``from_file`` and
+    ``from_pretrained`` know it by content (a SentencePiece ``.model`` name, tiktoken lines; its size), with the
+    family's pattern (a scanner's) and specials; exact to tiktoken so built."""
+    path, ranks = _layout_file(tmp_path, kind)
+    ours = Tokenizer.from_file(path)
+    assert isinstance(ours, BPETokenizer) and ours.spec.family != F.REGEX
+    assert {t: ours.token_to_id(t) for t in ids} == ids
+    from triton_textops.ops.bpe.rankfiles import LAYOUTS  # noqa: PLC0415
+
+    specials = {t: len(ranks) + i for i, t in enumerate(LAYOUTS[kind][1])}
+    assert specials.items() >= ids.items()
+    enc = tiktoken.Encoding(kind, pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)
+    assert ours.vocab_size == enc.n_vocab
+    texts = TEXTS[::2] + MULTILINGUAL + SAMPLED_CODE_POINTS[::3]
+    assert [t[:40] for t, g, w in zip(texts, ours.encode(texts).tolist(), enc.encode_ordinary_batch(texts))
+            if g != w] == []
+    sp = ["".join(ids) + " x " + "".join(reversed(ids)), "<|eot|<|eot_id|>>"]
+    assert ours.encode(sp, allowed_special="all").tolist() == [enc.encode(t, allowed_special="all") for t in sp]
+    r = ours.encode(sp, allowed_special="all")
+    assert ours.decode(r.ids, r.offsets) == [enc.decode(x) for x in r.tolist()]
+    if path.suffix == ".model":
+        again = Tokenizer.from_pretrained(tmp_path)
+        assert again.encode(texts[:20]).tolist() == ours.encode(texts[:20]).tolist()
+
+
+def test_whisper_names_and_large_v3(tmp_path: O.Path) -> None:
+    """``encoding="whisper-large-v3"``: 100 languages (``<|yue|>``), the timestamps one later; ``"whisper"`` on
+    ``gpt2.tiktoken`` (English models: the same specials from 50256); a near-miss name is refused, a file of
+    another family's size warned about."""
+    path, _ = _layout_file(tmp_path, "whisper-multilingual")
+    v3 = BPETokenizer.from_tiktoken(path, encoding="whisper-large-v3")
+    assert (v3.token_to_id("<|yue|>"), v3.token_to_id("<|translate|>"), v3.token_to_id("<|0.00|>")) == \
+        (50358, 50359, 50365)
+    en = BPETokenizer.from_tiktoken(_rank_file(tmp_path / "gpt2.tiktoken", O.ranks("gpt2")), encoding="whisper")
+    assert (en.token_to_id("<|endoftext|>"), en.token_to_id("<|startoftranscript|>"), en.vocab_size) == \
+        (50256, 50257, 51864)
+    with pytest.raises(ConfigError, match="encoding must be one of .*whisper-multilingual"):
+        BPETokenizer.from_tiktoken(path, encoding="whisper_multilingual")
+    with pytest.warns(UserWarning, match="50257 ranks, but a llama3 file has 128000"):
+        BPETokenizer.from_tiktoken(path, encoding="llama3")
+
+
+def test_whisper_package_files_as_whisper() -> None:
+    """Whisper's own files and ``get_encoding``, where the ``openai-whisper`` package is installed."""
+    pytest.importorskip("whisper")
+    from whisper.tokenizer import get_encoding  # noqa: PLC0415
+
+    root = resources.files("whisper") / "assets"
+    for name, file, langs in (("whisper", "gpt2", 99), ("whisper-multilingual", "multilingual", 99),
+                              ("whisper-large-v3", "multilingual", 100)):
+        enc = get_encoding(file, num_languages=langs)
+        with resources.as_file(root / f"{file}.tiktoken") as path:
+            ours = BPETokenizer.from_tiktoken(path, encoding=name)
+        texts = TEXTS[::3] + MULTILINGUAL
+        assert ours.encode(texts).tolist() == enc.encode_ordinary_batch(texts)
+        assert {t: ours.token_to_id(t) for t in enc.special_tokens_set} == enc._special_tokens
+
+
+def test_from_file_passes_pattern_and_specials(tmp_path: O.Path) -> None:
+    """``Tokenizer.from_file(path, pattern=, special_tokens=)`` is ``from_tiktoken`` with them; they are refused
+    for a file that is not a rank file, and an unknown-size rank file asks for them."""
+    specials = {"<|a|>": 100300}
+    got = Tokenizer.from_file(O.DATA / "cl100k_base.tiktoken", pattern=OWN_PATTERNS[2], special_tokens=specials)
+    enc = tiktoken.Encoding("own", pat_str=OWN_PATTERNS[2], mergeable_ranks=O.ranks("cl100k_base"),
+                            special_tokens=specials)
+    texts = TEXTS[:60] + ["x<|a|>y"]
+    assert got.encode(texts, allowed_special="all").tolist() == [enc.encode(t, allowed_special="all") for t in texts]
+    with pytest.raises(ConfigError, match="special_tokens= goes with pattern="):
+        Tokenizer.from_file(O.DATA / "cl100k_base.tiktoken", special_tokens=specials)
+    with pytest.raises(ConfigError, match="go with a tiktoken rank file"):
+        Tokenizer.from_file(O.DATA / "encoder.json", pattern=OWN_PATTERNS[2])
+    odd = _rank_file(tmp_path / "tokenizer.model", {bytes([b]): b for b in range(256)})
+    with pytest.raises(ConfigError, match="256 ranks.*pass encoding=, or pattern= and special_tokens="):
+        Tokenizer.from_file(odd)
+    assert Tokenizer.from_file(odd, pattern=r"\S+", special_tokens={}).encode(["ab c"]).tolist() == [[97, 98, 99]]

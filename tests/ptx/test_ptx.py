@@ -74,9 +74,11 @@ CCS = ((8, 0), (9, 0))
 # 64K registers; one more costs a quarter of the resident warps.
 REGISTER_BUDGET = 128
 # Over the budget, known and open (issue 49): the BPE encode variant with the compiled regex engine (its Pike VM's
-# thread lists and per-text state) used 168 / 148 registers (sm_80 / sm_90) on 2026-12-03, no stack, no spills: a
-# 128-thread block then fits 3 times in an SM instead of 4. Held at what it uses, so it cannot grow unnoticed.
-OVER_BUDGET = {"bpe.encode.bpe_rows_item__gpu__encode_gap_regex__pair_at_span__span_pair": 168}
+# thread lists and per-text state) used 168 / 148 registers (sm_80 / sm_90) on 2026-12-03; with the assertions
+# evaluated once per position into a mask outside the closure, each character decoded once and one closure site,
+# 150 / 128 on 2026-12-04, no stack, no spills: on sm_80 a 128-thread block still fits 3 times in an SM, not 4.
+# Held at what it uses, so it cannot grow unnoticed.
+OVER_BUDGET = {"bpe.encode.bpe_rows_item__gpu__encode_gap_regex__pair_at_span__span_pair": 150}
 # The kernels the ops define today (module.tuple): discovery must find at least these.
 KNOWN = {
     "wordpiece.pretokenize.PRETOKENIZE",

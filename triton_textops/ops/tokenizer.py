@@ -39,7 +39,9 @@ FAMILIES = ("WordPiece (tokenizer.json model.type WordPiece, or a vocab.txt)",
 _FAMILIES = "; the families this package loads: " + "; ".join(FAMILIES)
 # ranks in the rank files of the encodings tiktoken ships (and Qwen2's): a rank file of one of these sizes is read
 # with that encoding's pattern and specials; any other needs encoding= (a near-miss would be close but not exact)
-RANKS_OF = {50256: "r50k_base", 50280: "p50k_base", 100256: "cl100k_base", 199998: "o200k_base", 151643: "qwen2"}
+RANKS_OF = {50256: "r50k_base", 50280: "p50k_base", 100256: "cl100k_base", 199998: "o200k_base", 151643: "qwen2",
+            128000: "llama3", 200000: "llama4", 50257: "whisper-multilingual"}  # (lines: with Whisper's empty one)
+NAMED_FILES = {"gpt2": "gpt2", "multilingual": "whisper-multilingual"}  # (Whisper's file names, first part)
 
 
 @runtime_checkable
@@ -83,10 +85,12 @@ class Tokenizer(Protocol):
         return load_pretrained(directory, device=device, encoding=encoding)
 
     @staticmethod
-    def from_file(path: str | os.PathLike, *, device: str = "cpu", encoding: str | None = None) -> Any:
-        """The tokenizer of one file, recognized by its content: a tokenizer.json, a ``.tiktoken`` rank file
-        (``encoding``: its tiktoken encoding name, else known by its number of ranks), a WordPiece vocab.txt."""
-        return load_file(path, device=device, encoding=encoding)
+    def from_file(path: str | os.PathLike, *, device: str = "cpu", encoding: str | None = None,
+                  pattern: str | None = None, special_tokens: dict[str, int] | None = None) -> Any:
+        """The tokenizer of one file, recognized by its content: a tokenizer.json, a ``.tiktoken`` rank file or
+        Llama-3 / 4's tiktoken ``tokenizer.model`` (``encoding``: its encoding name, or ``pattern`` and
+        ``special_tokens`` its own, else known by its file name or number of ranks), a WordPiece vocab.txt."""
+        return load_file(path, device=device, encoding=encoding, pattern=pattern, special_tokens=special_tokens)
 
 
 def load_pretrained(directory: str | os.PathLike, *, device: str = "cpu", encoding: str | None = None) -> Any:
@@ -108,7 +112,8 @@ def load_pretrained(directory: str | os.PathLike, *, device: str = "cpu", encodi
 
             return BPETokenizer.from_gpt2_files(d / enc, d / merges, device=device)
     singles = sorted(p for p in d.iterdir() if p.suffix in (".tiktoken", ".model") and p.is_file())
-    if len(singles) == 1 and singles[0].suffix == ".model":  # (transformers' slow layout: + tokenizer_config.json)
+    if len(singles) == 1 and singles[0].suffix == ".model" and _head_kind(singles[0]) != "tiktoken":
+        # (transformers' slow layout: + tokenizer_config.json; Meta's Llama-3 / 4 tokenizer.model is a rank file)
         return _sentencepiece().from_pretrained(d, device=device)
     if len(singles) == 1:
         return load_file(singles[0], device=device, encoding=encoding)
@@ -116,22 +121,28 @@ def load_pretrained(directory: str | os.PathLike, *, device: str = "cpu", encodi
                       f"vocab.json + merges.txt, or one .tiktoken / .model file){_FAMILIES}")
 
 
-def load_file(path: str | os.PathLike, *, device: str = "cpu", encoding: str | None = None) -> Any:
+def load_file(path: str | os.PathLike, *, device: str = "cpu", encoding: str | None = None,
+              pattern: str | None = None, special_tokens: dict[str, int] | None = None) -> Any:
     """:meth:`Tokenizer.from_file`."""
     p = Path(path)
     if p.is_dir():
+        if pattern is not None or special_tokens is not None:
+            raise ConfigError(f"{p}: pattern= and special_tokens= go with a rank file, not a directory")
         return load_pretrained(p, device=device, encoding=encoding)
-    try:
-        with open(p, "rb") as f:
-            head = f.read(HEAD)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"tokenizer file not found: {p}") from None
-    kind = sniff(head[:HEAD])
+    kind = _head_kind(p)
+    if kind != "tiktoken" and (encoding is not None or pattern is not None or special_tokens is not None):
+        raise ConfigError(f"{p}: encoding=, pattern= and special_tokens= go with a tiktoken rank file, and this "
+                          f"is not one ({kind})")
     if kind == "json":
         return _from_tokenizer_json(p, p.parent, device)
     if kind == "tiktoken":
         from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: PLC0415
 
+        if pattern is not None:
+            return BPETokenizer.from_tiktoken(p, encoding=encoding, pattern=pattern, special_tokens=special_tokens,
+                                              device=device)
+        if special_tokens is not None:
+            raise ConfigError(f"{p}: special_tokens= goes with pattern= (a named encoding has its own)")
         return BPETokenizer.from_tiktoken(p, encoding=encoding or _encoding_of(p), device=device)
     if kind == "sentencepiece":
         return _sentencepiece_load(p, device)
@@ -140,6 +151,16 @@ def load_file(path: str | os.PathLike, *, device: str = "cpu", encoding: str | N
 
         return BertTokenizer.from_pretrained(p, device=device)
     raise ConfigError(f"{p}: {kind}{_FAMILIES}")
+
+
+def _head_kind(p: Path) -> str:
+    """:func:`sniff` of a file's first bytes."""
+    try:
+        with open(p, "rb") as f:
+            head = f.read(HEAD)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"tokenizer file not found: {p}") from None
+    return sniff(head)
 
 
 def _sentencepiece_load(path: Path, device: str) -> Any:
@@ -166,16 +187,17 @@ def is_sentencepiece(doc: dict) -> bool:
 
 
 def _encoding_of(path: Path) -> str:
-    """The tiktoken encoding of a rank file whose name or size says it; else a ConfigError asking for it."""
+    """The encoding of a rank file whose name or size says it; else a ConfigError asking for it."""
     stem = path.name.split(".")[0]
-    if stem in RANKS_OF.values() or stem == "gpt2":
-        return stem
+    if stem in RANKS_OF.values() or stem in NAMED_FILES:
+        return NAMED_FILES.get(stem, stem)
     with open(path, "rb") as f:
         n = sum(1 for ln in f if ln.strip())
     if n in RANKS_OF:
         return RANKS_OF[n]
     raise ConfigError(f"{path}: a tiktoken rank file of {n} ranks, which is none of the known encodings' "
-                      f"({', '.join(f'{v}: {k}' for k, v in RANKS_OF.items())}): pass encoding=")
+                      f"({', '.join(f'{v}: {k}' for k, v in RANKS_OF.items())}): pass encoding=, or pattern= and "
+                      f"special_tokens=")
 
 
 def _from_tokenizer_json(path: Path, directory: Path, device: str) -> Any:

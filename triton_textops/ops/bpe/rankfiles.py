@@ -1,5 +1,6 @@
 """Rank files with their own pattern and special tokens: a ``.tiktoken`` file given ``pattern=`` and
-``special_tokens=``, and Mistral's Tekken ``.json`` (exact to mistral-common's ``Tekkenizer``).
+``special_tokens=``, the rank files of model families that fix both (:data:`LAYOUTS`: Meta's Llama-3 / 4
+``tokenizer.model``, Whisper's), and Mistral's Tekken ``.json`` (exact to mistral-common's ``Tekkenizer``).
 
 tiktoken encodes only what its pattern matches (the text between matches is dropped): as a Split, ``Removed``
 with ``invert``. A pattern of the hand-written scanners (:data:`~triton_textops.ops.bpe.formats.FANCY_SCANNED`, whose
@@ -14,6 +15,7 @@ import base64
 import binascii
 import json
 import os
+import warnings
 
 from triton_textops.errors import ConfigError
 from triton_textops.ops.bpe import formats as F
@@ -127,3 +129,69 @@ def read_tekken(path: str | os.PathLike) -> F.BPESpec:
     spec.source = f"{where} (Tekken {cfg.get('version')})"
     return spec
 
+
+# ------------------------------------------------------------------------------------------- layouts
+# rank files whose model family fixes the pattern and lays its special tokens out after the ranks (ids
+# len(ranks) + i, as the family's own loader numbers them): name -> (pattern, special names, ranks of its file)
+LLAMA3_SPECIALS = ("<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
+                   "<|reserved_special_token_1|>", "<|finetune_right_pad_id|>", "<|step_id|>", "<|start_header_id|>",
+                   "<|end_header_id|>", "<|eom_id|>", "<|eot_id|>", "<|python_tag|>", "<|image|>") + tuple(
+    f"<|reserved_special_token_{2 + i}|>" for i in range(256 - 12))  # llama-models' models/llama3/tokenizer.py
+
+
+def _reserved(name: str, count: int, start: int) -> tuple[str, ...]:
+    return tuple(f"<|{name}_reserved_special_token_{i}|>" for i in range(start, start + count))
+
+
+_LLAMA4_NAMED = (("<|begin_of_text|>", "<|end_of_text|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>")
+                 + ("<|header_start|>", "<|header_end|>", "<|eom|>", "<|eot|>", "<|step|>")
+                 + _reserved("text_post_train", 6, 0) + ("<|python_start|>", "<|python_end|>", "<|finetune_right_pad|>")
+                 + _reserved("text_post_train", 61, 8)
+                 + ("<|image_start|>", "<|image_end|>") + _reserved("vision", 2, 0)
+                 + ("<|tile_x_separator|>", "<|tile_y_separator|>") + _reserved("vision", 4, 2)
+                 + ("<|image|>",) + _reserved("vision", 1, 6) + ("<|patch|>",) + _reserved("vision", 1041, 7)
+                 + _reserved("reasoning", 8, 0) + ("<|reasoning_thinking_start|>", "<|reasoning_thinking_end|>"))
+LLAMA4_SPECIALS = _LLAMA4_NAMED + tuple(f"<|reserved_special_token_{i}|>" for i in range(2048 - len(_LLAMA4_NAMED)))
+# (llama-models' models/llama4/tokenizer.py: BASIC + LLAMA4 special tokens, reserved ones up to 2048)
+
+# openai-whisper 20250625's whisper/tokenizer.py LANGUAGES (its order: the ids of the language tokens)
+WHISPER_LANGUAGES = ("en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca", "nl", "ar", "sv", "it",
+                     "id", "hi", "fi", "vi", "he", "uk", "el", "ms", "cs", "ro", "da", "hu", "ta", "no", "th", "ur",
+                     "hr", "bg", "lt", "la", "mi", "ml", "cy", "sk", "te", "fa", "lv", "bn", "sr", "az", "sl", "kn",
+                     "et", "mk", "br", "eu", "is", "hy", "ne", "mn", "bs", "kk", "sq", "sw", "gl", "mr", "pa", "si",
+                     "km", "sn", "yo", "so", "af", "oc", "ka", "be", "tg", "sd", "gu", "am", "yi", "lo", "uz", "fo",
+                     "ht", "ps", "tk", "nn", "mt", "sa", "lb", "my", "bo", "tl", "mg", "as", "tt", "haw", "ln", "ha",
+                     "ba", "jw", "su", "yue")
+
+
+def whisper_specials(num_languages: int) -> tuple[str, ...]:
+    """Whisper's special tokens (``whisper/tokenizer.py`` ``get_encoding``), the first ``num_languages``
+    languages'."""
+    return ("<|endoftext|>", "<|startoftranscript|>", *[f"<|{x}|>" for x in WHISPER_LANGUAGES[:num_languages]],
+            "<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nospeech|>",
+            "<|notimestamps|>", *[f"<|{i * 0.02:.2f}|>" for i in range(1501)])
+
+
+LAYOUTS: dict[str, tuple[str, tuple[str, ...], int]] = {
+    "llama3": (F.CL100K_PATTERN, LLAMA3_SPECIALS, 128000),  # Llama 3 / 3.1 / 3.2 / 3.3 tokenizer.model
+    "llama4": (F._O200K, LLAMA4_SPECIALS, 200000),  # Llama 4 tokenizer.model
+    "whisper": (F.GPT2_PATTERN, whisper_specials(99), 50256),  # gpt2.tiktoken (English-only models)
+    "whisper-multilingual": (F.GPT2_PATTERN, whisper_specials(99), 50257),  # multilingual.tiktoken
+    "whisper-large-v3": (F.GPT2_PATTERN, whisper_specials(100), 50257),  # (large-v3, turbo: 100 languages)
+}
+
+
+def read_layout(path: str | os.PathLike, name: str) -> F.BPESpec:
+    """A rank file of a :data:`LAYOUTS` family: its pattern, its specials numbered from the file's number of
+    ranks (as the family's loader numbers them); a file of another size than the family's is warned about."""
+    pattern, names, expected = LAYOUTS[name]
+    data = F._read_bytes(path, "tiktoken rank file")
+    check_text(data, path, "tiktoken rank file")
+    vocab, empty = rank_lines(data, str(path))
+    n = len(vocab) + (1 if empty else 0)  # (the size of the loader's dict: one empty token at most)
+    if n != expected:
+        warnings.warn(f"{path}: {n} ranks, but a {name} file has {expected}: its special tokens are numbered from "
+                      f"{n}; if it is a file of its own, load it with pattern= and special_tokens=", stacklevel=3)
+    spec = _spec(vocab, empty, pattern, {t: n + i for i, t in enumerate(names)}, str(path), False)
+    spec.source = f"{path} ({name})"
+    return spec

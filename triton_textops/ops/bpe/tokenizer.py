@@ -34,7 +34,7 @@ from triton_textops.ops.bpe.limits import limits_array, plan_limits
 from triton_textops.ops.bpe.merge import CACHE_HEAD, CACHE_SHAPE, N_WORK_ROWS, Vocab
 from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_normalize, nfc_tables
 from triton_textops.ops.bpe.pretok import class_tables
-from triton_textops.ops.bpe.rankfiles import read_rank_file, read_tekken
+from triton_textops.ops.bpe.rankfiles import LAYOUTS, read_layout, read_rank_file, read_tekken
 from triton_textops.ops.bpe.regex import RegexSplitter
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.args import allocate, check_bool, check_ids_dtype, check_int
@@ -148,8 +148,13 @@ class BPETokenizer(Placed):
                       special_tokens: dict[str, int] | None = None, device: str = "cpu") -> BPETokenizer:
         """A tiktoken ``.tiktoken`` rank file: with a named encoding's pattern and specials (``gpt2``,
         ``r50k_base``, ``p50k_base``, ``cl100k_base``, ``o200k_base``, ``qwen2``; the file must have exactly that
-        encoding's ranks), or with its own ``pattern`` (fancy-regex, as tiktoken reads it) and ``special_tokens``
-        (name -> id), as ``tiktoken.Encoding(pat_str=..., special_tokens=...)``."""
+        encoding's ranks; or a family whose specials follow the ranks: ``llama3`` / ``llama4``, Meta's
+        ``tokenizer.model`` as llama-models builds it, ``whisper`` / ``whisper-multilingual`` /
+        ``whisper-large-v3``, Whisper's ``gpt2.tiktoken`` / ``multilingual.tiktoken`` as ``whisper.tokenizer.
+        get_encoding`` builds it, 99 or 100 languages), or with its own ``pattern`` (fancy-regex, as tiktoken reads
+        it) and ``special_tokens`` (name -> id), as ``tiktoken.Encoding(pat_str=..., special_tokens=...)``.
+        Exact to tiktoken's ``Encoding`` so built (not to llama-models' ``encode``, which also cuts texts of over
+        25 000 characters without a space into pieces)."""
         if pattern is not None:
             if encoding is not None:
                 raise ConfigError("from_tiktoken: pass encoding= or pattern= (with special_tokens=), not both")
@@ -158,6 +163,10 @@ class BPETokenizer(Placed):
             raise ConfigError("from_tiktoken: pass encoding= (a tiktoken encoding name) or pattern=")
         if special_tokens is not None:
             raise ConfigError("from_tiktoken: special_tokens= goes with pattern= (a named encoding has its own)")
+        if encoding in LAYOUTS:
+            return cls(read_layout(path, encoding), device=device)
+        if encoding not in F.ENCODINGS:
+            raise ConfigError(f"encoding must be one of {', '.join([*F.ENCODINGS, *LAYOUTS])}, got {encoding!r}")
         return cls(F.read_tiktoken(path, encoding), device=device)
 
     @classmethod
@@ -178,13 +187,14 @@ class BPETokenizer(Placed):
         return cls(F.read_tokenizer_json(d), device=device)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike, *, device: str = "cpu", encoding: str | None = None) -> BPETokenizer:
+    def from_file(cls, path: str | os.PathLike, *, device: str = "cpu", encoding: str | None = None,
+                  pattern: str | None = None, special_tokens: dict[str, int] | None = None) -> BPETokenizer:
         """One file known by its content: a byte-level BPE ``tokenizer.json``, or a ``.tiktoken`` rank file
-        (``encoding`` its tiktoken name, else known by its file name or number of ranks), as
-        :meth:`triton_textops.Tokenizer.from_file`, which this must be."""
+        (``encoding`` its name, or ``pattern`` + ``special_tokens`` its own, else known by its file name or number
+        of ranks), as :meth:`triton_textops.Tokenizer.from_file`, which this must be."""
         from triton_textops.ops.tokenizer import load_file  # noqa: PLC0415 (the loader imports this module)
 
-        tok = load_file(path, device=device, encoding=encoding)
+        tok = load_file(path, device=device, encoding=encoding, pattern=pattern, special_tokens=special_tokens)
         if not isinstance(tok, cls):
             raise ConfigError(f"{os.fspath(path)}: a {tok.family} tokenizer, not a byte-level BPE one")
         return tok
@@ -508,8 +518,9 @@ class BPETokenizer(Placed):
 
     @property
     def vocab_size(self) -> int:
-        """How many distinct ids the tokenizer has, added tokens included (HF's ``get_vocab_size(True)``)."""
-        return len(set(self.spec.vocab.values()) | {a.id for a in self.spec.added})
+        """How many distinct ids the tokenizer has, added tokens and a rank file's empty token included (HF's
+        ``get_vocab_size(True)``, tiktoken's ``n_vocab``)."""
+        return len(set(self.spec.vocab.values()) | {a.id for a in self.spec.added} | set(self.spec.decode_bytes))
 
     def token_to_id(self, token: str | bytes) -> int | None:
         """The id of ``token``: an added token's content, a vocabulary string in the byte-level alphabet (HF's

@@ -43,7 +43,7 @@ class RegexSplitter:
     def tables(self) -> tuple[np.ndarray, ...]:
         """The arrays the kernels read after the scanners' class tables (:data:`~.match.CT_INSTS` ...)."""
         p = self.program
-        return p.insts, p.looks, p.blk, p.cmask, self.level_table
+        return p.insts, p.looks, p.blk, p.cmask, self.level_table, p.asserts
 
     def piece_arrays(self, texts: list[str] | list[bytes], target: str = "cpu", xp: Any = np) -> tuple[np.ndarray, ...]:
         """(starts, ends, per-text counts) of the texts' pieces, byte offsets within each text, int64 host arrays

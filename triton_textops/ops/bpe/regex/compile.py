@@ -24,12 +24,13 @@ from triton_textops.ops.bpe.regex.parse import GC_NAMES, Node, parse
 
 N_CP = 0x110000
 OP_CLASS, OP_MATCH, OP_JMP, OP_SPLIT, OP_ASSERT = range(5)
-# assertion kinds (OP_ASSERT's a); LOOK / NLOOK take a row of ``looks`` (b), BEHIND / NBEHIND and the word
-# boundaries a set bit (b)
+# assertion kinds (a row (kind, b) of ``asserts``, OP_ASSERT's a its row); LOOK / NLOOK take a row of ``looks``
+# (b), BEHIND / NBEHIND and the word boundaries a set bit (b)
 A_BOT, A_EOT, A_EOTNL, A_BOL, A_EOL, A_WORD, A_NOTWORD, A_LOOK, A_NLOOK, A_BEHIND, A_NBEHIND = range(11)
 LOOK_MAX = 4  # character sets in a lookahead
 MAX_INSTS = 1 << 13
 MAX_SETS = 63
+MAX_ASSERTS = 63  # distinct assertions of a program (the matcher evaluates them as one bit mask per position)
 # Split behaviours (HF's SplitDelimiterBehavior), as the kernels number them
 BEHAVIOURS = {"Removed": 0, "Isolated": 1, "MergedWithPrevious": 2, "MergedWithNext": 3, "Contiguous": 4}
 
@@ -107,13 +108,15 @@ def nullable(n: Node) -> bool:
 @dataclass
 class Program:
     """A compiled set of patterns: instructions ``(op, a, b)`` int32, lookahead rows ``(negated, length, set...)``,
-    the set mask tables, and each pattern's entry point."""
+    the set mask tables, each pattern's entry point, and the distinct assertions: a row (their number, 0), then
+    one ``(kind, b)`` each (OP_ASSERT's ``a`` is its number)."""
 
     insts: np.ndarray
     looks: np.ndarray
     blk: np.ndarray
     cmask: np.ndarray
     entries: list[int]
+    asserts: np.ndarray
 
 
 class _Compiler:
@@ -121,6 +124,7 @@ class _Compiler:
         self.flavor = flavor
         self.insts: list[list[int]] = []
         self.looks: list[list[int]] = []
+        self.asserts: dict[tuple[int, int], int] = {}
         self.sets: list[np.ndarray] = []
         self.set_index: dict[bytes, int] = {}
         self.where = ""
@@ -135,6 +139,15 @@ class _Compiler:
             k = self.set_index[key] = len(self.sets)
             self.sets.append(m)
         return k
+
+    def emit_assert(self, kind: int, b: int) -> None:
+        """An OP_ASSERT of the assertion (kind, b), numbered once per program."""
+        if (kind, b) not in self.asserts:
+            if len(self.asserts) == MAX_ASSERTS:
+                raise ConfigError(f"{self.where}: more than {MAX_ASSERTS} distinct assertions (anchors, lookarounds, "
+                                  "possessive repeats) in one pre-tokenizer")
+            self.asserts[kind, b] = len(self.asserts)
+        self.emit(OP_ASSERT, self.asserts[kind, b])
 
     def emit(self, op: int, a: int = 0, b: int = 0) -> int:
         self.insts.append([op, a, b])
@@ -183,7 +196,7 @@ class _Compiler:
             a = {"bot": A_BOT, "eot": A_EOT, "eotnl": A_EOTNL, "bol": A_BOL, "eol": A_EOL, "word": A_WORD,
                  "notword": A_NOTWORD}[n[1]]
             b = self.set_bit(("prop", "w")) if a in (A_WORD, A_NOTWORD) else 0
-            self.emit(OP_ASSERT, a, b)
+            self.emit_assert(a, b)
         elif kind == "look":
             self.look(n[1], n[2], n[3])
         else:
@@ -197,9 +210,9 @@ class _Compiler:
         bits = [self.set_bit(x[1]) for x in seq]
         if ahead:
             self.looks.append([int(neg), len(bits)] + bits + [0] * (LOOK_MAX - len(bits)))
-            self.emit(OP_ASSERT, A_NLOOK if neg else A_LOOK, len(self.looks) - 1)
+            self.emit_assert(A_NLOOK if neg else A_LOOK, len(self.looks) - 1)
         else:
-            self.emit(OP_ASSERT, A_NBEHIND if neg else A_BEHIND, bits[0])
+            self.emit_assert(A_NBEHIND if neg else A_BEHIND, bits[0])
 
     def rep(self, n: Node) -> None:
         _, body, lo, hi, mode = n
@@ -241,7 +254,7 @@ class _Compiler:
             self.emit(OP_CLASS, k)
             self.emit(OP_JMP, top)
             self.insts[top][2] = len(self.insts)
-            self.emit(OP_ASSERT, A_NLOOK, not_next)
+            self.emit_assert(A_NLOOK, not_next)
             return
         if hi - lo > 64:
             raise ConfigError(f"{self.where}: a possessive interval wider than 64 is not supported")
@@ -251,7 +264,7 @@ class _Compiler:
             for _ in range(extra):
                 self.emit(OP_CLASS, k)
             if extra != hi - lo:
-                self.emit(OP_ASSERT, A_NLOOK, not_next)
+                self.emit_assert(A_NLOOK, not_next)
             if extra:
                 jumps.append(self.emit(OP_JMP))
                 self.insts[split][2] = len(self.insts)
@@ -266,8 +279,9 @@ class _Compiler:
         _, first, blk = np.unique(rows, return_index=True, return_inverse=True)  # (blocks as one key each)
         uniq = masks.reshape(-1, 256)[first]
         looks = np.array(self.looks or [[0] * (2 + LOOK_MAX)], dtype=np.int32)
+        asserts = np.array([(len(self.asserts), 0), *self.asserts], dtype=np.int32)
         return Program(np.array(self.insts, dtype=np.int32), looks, blk.reshape(-1).astype(np.int32),
-                       uniq.reshape(-1).astype(np.int64), entries)
+                       uniq.reshape(-1).astype(np.int64), entries, asserts)
 
 
 def compile_patterns(patterns: list[str], flavor: str) -> Program:

@@ -13,7 +13,9 @@ level ten fields, then the VM's thread lists, stamps and closure stack.
 
 The tables travel in the class-table tuple (``ctab``) after the scanners' three: :data:`CT_INSTS` (program
 ``(m, 3)`` int32), :data:`CT_LOOKS` (lookahead rows), :data:`CT_BLK` / :data:`CT_CMASK` (the set masks per code
-point), :data:`CT_LEVELS` (``(levels, 3)`` int32: entry point, behaviour, invert).
+point), :data:`CT_LEVELS` (``(levels, 3)`` int32: entry point, behaviour, invert), :data:`CT_ASSERTS` (the
+program's distinct assertions, ``(kind, argument)`` int32: evaluated once per position into a bit mask that the
+closure reads, so the kernel holds one small evaluator outside the VM's inner loop, not one inside each closure).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from triton_textops.ops.bpe.regex.compile import (
 )
 from triton_textops.ops.core import kernels as K
 
-CT_INSTS, CT_LOOKS, CT_BLK, CT_CMASK, CT_LEVELS = range(3, 8)
+CT_INSTS, CT_LOOKS, CT_BLK, CT_CMASK, CT_LEVELS, CT_ASSERTS = range(3, 9)
 MAX_LEVELS = 8  # Split levels of a pre-tokenizer chain
 # a level's fields (row f % 6, column 2 * level + f // 6 of the state columns), positions relative to the gap
 F_LO, F_HI, F_CUR, F_MS, F_ME, F_PA, F_PB, F_PM, F_HAS, F_PREVM = range(10)
@@ -78,45 +80,57 @@ def rx_has_bit(mask, k):
 
 
 @K.device
-def rx_assert(buf, lo, hi, p, kind, b, ctab):
-    """Whether the zero-width assertion ``kind`` (argument ``b``) holds at ``p`` of the piece ``buf[lo:hi]``."""
-    if kind == A_BOT:
-        return p == lo
-    if kind == A_EOT:
-        return p == hi
-    if kind == A_EOTNL:
-        return p == hi or (p == hi - 1 and buf[p] == LF)
-    if kind == A_BOL:
-        return p == lo or buf[p - 1] == LF
-    if kind == A_EOL:
-        return p == hi or buf[p] == LF
-    if kind == A_LOOK or kind == A_NLOOK:
-        looks = ctab[CT_LOOKS]
-        q = p
-        ok = True
-        for j in range(looks[b, 1]):
-            if q >= hi:
-                ok = False
-                break
-            m, n = rx_set_bits(buf, q, hi, ctab)
-            if not rx_has_bit(m, looks[b, 2 + j]):
-                ok = False
-                break
-            q += n
-        return ok if kind == A_LOOK else not ok
-    if kind == A_BEHIND or kind == A_NBEHIND:
-        ok = rx_has_bit(rx_bits_before(buf, lo, p, hi, ctab), b)
-        return ok if kind == A_BEHIND else not ok
-    after = p < hi and rx_has_bit(rx_set_bits(buf, p, hi, ctab)[0], b)  # word boundaries
-    edge = rx_has_bit(rx_bits_before(buf, lo, p, hi, ctab), b) != after
-    return edge if kind == A_WORD else not edge
+def rx_assert_mask(buf, lo, hi, p, before, after, an, ctab):
+    """Bit ``j`` set when the program's assertion ``j`` (row ``j + 1`` of :data:`CT_ASSERTS`) holds at ``p`` of
+    the piece ``buf[lo:hi]``; ``before`` / ``after`` are the set masks of the characters before and at ``p`` (0 at
+    an edge), ``an`` the byte length of the one at ``p``."""
+    asserts = ctab[CT_ASSERTS]
+    looks = ctab[CT_LOOKS]
+    am = np.int64(0)
+    for j in range(asserts[0, 0]):  # (row 0: their number)
+        kind = asserts[j + 1, 0]
+        b = asserts[j + 1, 1]
+        if kind == A_BOT:
+            ok = p == lo
+        elif kind == A_EOT:
+            ok = p == hi
+        elif kind == A_EOTNL:
+            ok = p == hi or (p == hi - 1 and buf[p] == LF)
+        elif kind == A_BOL:
+            ok = p == lo or buf[p - 1] == LF
+        elif kind == A_EOL:
+            ok = p == hi or buf[p] == LF
+        elif kind == A_LOOK or kind == A_NLOOK:
+            q = p
+            ok = True
+            for t in range(looks[b, 1]):
+                if q >= hi:
+                    ok = False
+                    break
+                if t == 0:
+                    m, n = after, an
+                else:
+                    m, n = rx_set_bits(buf, q, hi, ctab)
+                if not rx_has_bit(m, looks[b, 2 + t]):
+                    ok = False
+                    break
+                q += n
+            ok = ok if kind == A_LOOK else not ok
+        elif kind == A_BEHIND or kind == A_NBEHIND:
+            ok = rx_has_bit(before, b) == (kind == A_BEHIND)
+        else:  # word boundaries
+            ok = (rx_has_bit(before, b) != rx_has_bit(after, b)) == (kind == A_WORD)
+        if ok:
+            am |= np.int64(1) << np.int64(j)
+    return am
 
 
 @K.device(inline=True)
-def rx_add(buf, lo, hi, p, ctab, work, col, row, cnt, pc0, start, stamp):
-    """Add the thread ``pc0`` (started at ``start``) at ``p`` to the list in work rows ``row``, ``row + 1``
-    (``cnt`` entries): its closure over jumps, splits (first branch first) and assertions, each program counter
-    once per ``stamp``. Returns the list's new length."""
+def rx_add(am, ctab, work, col, row, cnt, pc0, start, stamp):
+    """Add the thread ``pc0`` (started at ``start``, relative to the piece) to the list in work rows ``row``,
+    ``row + 1`` (``cnt`` entries): its closure over jumps, splits (first branch first) and assertions (``am``:
+    which hold at the position, :func:`rx_assert_mask`), each program counter once per ``stamp``. Returns the
+    list's new length."""
     insts = ctab[CT_INSTS]
     seen = work[4]
     stack = work[5]
@@ -137,12 +151,12 @@ def rx_add(buf, lo, hi, p, ctab, work, col, row, cnt, pc0, start, stamp):
             stack[col + sp + 1] = insts[pc, 1]
             sp += 2
         elif op == OP_ASSERT:
-            if rx_assert(buf, lo, hi, p, insts[pc, 1], insts[pc, 2], ctab):
+            if rx_has_bit(am, insts[pc, 1]):
                 stack[col + sp] = pc + 1
                 sp += 1
         else:
             work[row, col + cnt] = pc
-            work[row + 1, col + cnt] = start - lo
+            work[row + 1, col + cnt] = start
             cnt += 1
     return cnt
 
@@ -161,36 +175,63 @@ def rx_search(buf, lo, hi, frm, entry, ctab, work, col, stamp):
     ms = -1
     me = -1
     p = frm
+    n = 0  # (the first pass only adds the entry thread at frm)
+    before = rx_bits_before(buf, lo, p, hi, ctab)  # the set masks of the characters before and at p + n
+    after = np.int64(0)
+    an = 0
+    if p < hi:
+        after, an = rx_set_bits(buf, p, hi, ctab)
     cur = 0  # the current list's rows (cur, cur + 1), the next list's (2 - cur, 3 - cur)
     nc = 0
     stamp += 1
+    first = True
     while True:
-        if ms < 0:
-            nc = rx_add(buf, lo, hi, p, ctab, work, col, cur, nc, entry, p, stamp)
-        if nc == 0 and (ms >= 0 or p >= hi):
-            break
-        if p >= hi:
-            for k in range(nc):
-                if insts[work[cur, col + k], 0] == OP_MATCH:
+        mask = np.int64(0)
+        if not first:
+            if nc == 0 and (ms >= 0 or p >= hi):
+                break
+            if p >= hi:
+                for k in range(nc):
+                    if insts[work[cur, col + k], 0] == OP_MATCH:
+                        ms = work[cur + 1, col + k] + lo
+                        me = p
+                        break
+                break
+            mask = after  # (the character at p: each character decoded once)
+            n = an
+            before = after
+            after = np.int64(0)
+            an = 0
+            if p + n < hi:
+                after, an = rx_set_bits(buf, p + n, hi, ctab)
+            stamp += 1
+        nxt = 2 - cur
+        nn = 0
+        am = rx_assert_mask(buf, lo, hi, p + n, before, after, an, ctab)
+        # each thread of the list steps over the character (in priority order; a MATCH cuts the lower ones), then
+        # the entry thread starts at the next position while there is no match: one rx_add site (one inlined
+        # closure and assertion evaluator in the kernel, not two)
+        for k in range(nc + 1):
+            if k < nc:
+                pc = work[cur, col + k]
+                if insts[pc, 0] == OP_MATCH:
                     ms = work[cur + 1, col + k] + lo
                     me = p
                     break
-            break
-        mask, n = rx_set_bits(buf, p, hi, ctab)
-        stamp += 1
-        nxt = 2 - cur
-        nn = 0
-        for k in range(nc):
-            pc = work[cur, col + k]
-            if insts[pc, 0] == OP_MATCH:
-                ms = work[cur + 1, col + k] + lo
-                me = p
+                if not rx_has_bit(mask, insts[pc, 1]):
+                    continue
+                tpc = pc + 1
+                start = work[cur + 1, col + k]
+            elif ms >= 0:
                 break
-            if rx_has_bit(mask, insts[pc, 1]):
-                nn = rx_add(buf, lo, hi, p + n, ctab, work, col, nxt, nn, pc + 1, work[cur + 1, col + k] + lo, stamp)
+            else:
+                tpc = entry
+                start = p + n - lo
+            nn = rx_add(am, ctab, work, col, nxt, nn, tpc, start, stamp)
         cur = nxt
         nc = nn
         p += n
+        first = False
         if nc == 0 and ms >= 0:
             break
     return ms, me, stamp
