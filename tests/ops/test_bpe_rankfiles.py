@@ -167,6 +167,21 @@ def test_family_rank_files_known_by_content(tmp_path: O.Path, kind: str, pattern
         assert again.encode(texts[:20]).tolist() == ours.encode(texts[:20]).tolist()
 
 
+def test_llm_models_read_family_encodings(tmp_path: O.Path) -> None:
+    """The LLM models' ``encoding`` parameter takes the family names too (one reader for both kinds of name): a
+    Llama-3 file under ``encoding="llama3"`` gives from_tiktoken's specials; a wrong name lists both kinds."""
+    from triton_textops.ops.llm import load_spec  # noqa: PLC0415
+
+    path, _ = _layout_file(tmp_path, "llama3")
+    spec = load_spec(path, "llama3")
+    want = BPETokenizer.from_tiktoken(path, encoding="llama3")
+    assert BPETokenizer(spec).encode(TEXTS[:8]).tolist() == want.encode(TEXTS[:8]).tolist()
+    assert BPETokenizer(spec).token_to_id("<|eot_id|>") == LLAMA3_IDS["<|eot_id|>"] == 128009
+    with pytest.raises(ValueError, match="llama3") as exc:
+        load_spec(path, "llama-3")
+    assert "cl100k_base" in str(exc.value)
+
+
 def test_whisper_names_and_large_v3(tmp_path: O.Path) -> None:
     """``encoding="whisper-large-v3"``: 100 languages (``<|yue|>``), the timestamps one later; ``"whisper"`` on
     ``gpt2.tiktoken`` (English models: the same specials from 50256); a near-miss name is refused, a file of

@@ -30,6 +30,7 @@ import numpy as np
 
 from triton_textops.errors import InputError
 from triton_textops.ops.bpe import formats as F
+from triton_textops.ops.bpe.rankfiles import read_encoding
 from triton_textops.ops.bpe.tokenizer import BPETokenizer
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.files import HEAD, sniff
@@ -100,7 +101,7 @@ def load_spec(tokenizer_dir: str | os.PathLike, encoding: str | None = None) -> 
             return F.read_tokenizer_json(p, as_transformers=True)
         if encoding is None:
             raise ValueError(f"{p} is a file: a .tiktoken rank file needs the encoding parameter")
-        return F.read_tiktoken(p, encoding)
+        return read_encoding(p, encoding)
     if (p / "tokenizer.json").is_file():
         return F.read_tokenizer_json(p, as_transformers=True)
     for enc, merges in GPT2_FILES:

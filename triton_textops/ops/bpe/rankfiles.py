@@ -195,3 +195,13 @@ def read_layout(path: str | os.PathLike, name: str) -> F.BPESpec:
     spec = _spec(vocab, empty, pattern, {t: n + i for i, t in enumerate(names)}, str(path), False)
     spec.source = f"{path} ({name})"
     return spec
+
+
+def read_encoding(path: str | os.PathLike, encoding: str) -> F.BPESpec:
+    """A rank file read as the named encoding: a tiktoken one (:data:`formats.ENCODINGS`) or a family layout
+    (:data:`LAYOUTS`), the one place that tells the two kinds of name apart."""
+    if encoding in LAYOUTS:
+        return read_layout(path, encoding)
+    if encoding not in F.ENCODINGS:
+        raise ConfigError(f"encoding must be one of {', '.join([*F.ENCODINGS, *LAYOUTS])}, got {encoding!r}")
+    return F.read_tiktoken(path, encoding)

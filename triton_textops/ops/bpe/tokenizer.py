@@ -34,7 +34,7 @@ from triton_textops.ops.bpe.limits import limits_array, plan_limits
 from triton_textops.ops.bpe.merge import CACHE_HEAD, CACHE_SHAPE, N_WORK_ROWS, Vocab
 from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_normalize, nfc_tables
 from triton_textops.ops.bpe.pretok import class_tables
-from triton_textops.ops.bpe.rankfiles import LAYOUTS, read_layout, read_rank_file, read_tekken
+from triton_textops.ops.bpe.rankfiles import read_encoding, read_rank_file, read_tekken
 from triton_textops.ops.bpe.regex import RegexSplitter
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.args import allocate, check_bool, check_ids_dtype, check_int
@@ -163,11 +163,7 @@ class BPETokenizer(Placed):
             raise ConfigError("from_tiktoken: pass encoding= (a tiktoken encoding name) or pattern=")
         if special_tokens is not None:
             raise ConfigError("from_tiktoken: special_tokens= goes with pattern= (a named encoding has its own)")
-        if encoding in LAYOUTS:
-            return cls(read_layout(path, encoding), device=device)
-        if encoding not in F.ENCODINGS:
-            raise ConfigError(f"encoding must be one of {', '.join([*F.ENCODINGS, *LAYOUTS])}, got {encoding!r}")
-        return cls(F.read_tiktoken(path, encoding), device=device)
+        return cls(read_encoding(path, encoding), device=device)
 
     @classmethod
     def from_tekken(cls, path: str | os.PathLike, *, device: str = "cpu") -> BPETokenizer:
