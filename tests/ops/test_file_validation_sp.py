@@ -126,15 +126,24 @@ def test_bad_json_files_name_the_field(base, tmp_path, family, change, pattern):
     assert Z.sp_reference(p, family, ["a"])[0] is False
 
 
-def test_through_a_model_the_load_names_model_parameter_and_field(base, tmp_path):
-    bad = _edit_model(base["sp_unigram_model"], tmp_path / "bad.model", lambda m: _dup(m, 1, 3))
+@pytest.mark.parametrize(("family", "field"), [
+    ("sp_unigram_model", r"pieces\[500\]\.piece = \"<s>\" is already defined, as pieces\[1\]"),
+    ("sp_unigram_json", r"model\.unk_id = 999 is not an id of the 500 pieces"),
+    ("tekken", r"vocab\[300\]\.rank = 7 is not 300"),
+])
+def test_through_a_model_the_load_names_model_parameter_and_field(base, tmp_path, family, field):
+    if family.endswith("_model"):
+        bad = _edit_model(base[family], tmp_path / "bad.model", lambda m: _dup(m, 1, 3))
+    elif family == "tekken":
+        bad = _edit_json(base[family], tmp_path / "bad.json", lambda d: d["vocab"][300].update(rank=7))
+    else:
+        bad = _edit_json(base[family], tmp_path / "bad.json", lambda d: d["model"].update(unk_id=999))
     config = TOKENIZE + f'parameters: {{ key: "tokenizer" value: {{ string_value: "{bad}" }} }}\n'
     with pytest.raises(ModelLoadError) as e:
         load_model(write_model(tmp_path / "repo", "sp", "tokenize", config))
     msg = str(e.value).split("\n")[0]
     assert re.search(rf"^Failed to initialize Python stub: ConfigError: model 'sp': parameter 'tokenizer': "
-                     rf"{re.escape(str(bad))}: pieces\[500\]\.piece = \"<s>\" is already defined, as pieces\[1\]",
-                     msg), msg
+                     rf"{re.escape(str(bad))}: {field}", msg), msg
 
 
 def _fuzz(base, root, seed, n):

@@ -20,13 +20,17 @@ The helpers (for every format reader, the later ones too: SentencePiece ``.model
 - ``fc.merges(merges, vocab, where)``: HF's ``BPE`` builder rule (two parts, each and their concatenation known).
 - :func:`read_json` ``(path)``: the JSON of a file, its errors naming the file; :func:`check_tokenizer_json`: the
   serde schema of an HF ``tokenizer.json`` (top level, added_tokens, truncation, padding, the components and the
-  model of the types this package reads); :func:`rank_lines`: tiktoken's rank-file rule with line numbers;
-  :func:`merge_lines`: HF's merges-file rule.
+  model of the types this package reads: BPE, WordPiece, Unigram); :func:`rank_lines`: tiktoken's rank-file rule
+  with line numbers; :func:`merge_lines`: HF's merges-file rule; :func:`check_model_proto`: a sentencepiece
+  ``.model`` as ``SentencePieceProcessor`` loads it (``pieces[i].type``); :func:`check_tekken`: a Tekken file as
+  mistral-common's ``Tekkenizer.from_file`` loads it.
 
 Where the package refuses a file its reference loads, the message says why (tests/file_fuzz.py lists them): an id
 past :func:`dense_limit` or 2**31 - 1 (the references keep sparse maps of u32), two tokens sharing an id (HF's id ->
 token map then keeps either), a byte-level vocabulary without all 256 single bytes (tiktoken panics when it meets
-one), and the components the kernels do not implement (each family's reader names them).
+one), and the components the kernels do not implement (each family's reader names them); a ``.model`` piece that
+is not UTF-8, or a BPE ``.model`` without an UNKNOWN piece (sentencepiece loads both). Not replicated yet:
+sentencepiece's check of a precompiled charsmap's double-array trie (darts' ``validate``).
 """
 
 from __future__ import annotations
@@ -126,7 +130,7 @@ class FileCheck:
         return v
 
     def number(self, v: Any, where: str) -> float:
-        if type(v) not in (int, float) or v != v:
+        if type(v) not in (int, float) or not math.isfinite(v):  # (serde_json: NaN, Infinity, 1e999 are no numbers)
             self.fail(where, v, f"is {kind(v)}, not a number")
         return float(v)
 
@@ -330,7 +334,7 @@ def _char(fc: FileCheck, v: Any, w: str) -> Any:
     return v
 
 
-_METASPACE = ({"replacement": _char}, {"prepend_scheme": one_of("first", "never", "always"), "split": BOOL})
+_METASPACE = ({"replacement": _char}, {"prepend_scheme": one_of("first", "never", "always"), "split": opt(BOOL)})
 COMPONENTS: dict[str, dict[str, tuple[dict, dict]]] = {  # family -> type -> (required, optional fields)
     "normalizer": {
         "Prepend": ({"prepend": STR}, {}), "Replace": _REPLACE, "Strip": ({"strip_left": BOOL, "strip_right": BOOL},
