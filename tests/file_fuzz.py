@@ -42,6 +42,8 @@ DIVERGENCES = {
     "is not in the vocabulary": "a vocab.txt without [CLS] / [SEP] / [UNK]",
     "this package's int32 kernels hold": "an id or count past 2**31 - 1 (the reference takes u32 / usize)",
     "is not a token id 0 .. 2**32 - 1": "HF's vocab.json reader truncates an id past 2**32 - 1 to 32 bits",
+    "have no UNKNOWN piece": "a .model without an UNKNOWN piece (sentencepiece loads a BPE one; the package needs it)",
+    "is not UTF-8": "a .model piece that is not UTF-8 (sentencepiece keeps its bytes; the package's pieces are text)",
 }
 
 
@@ -288,6 +290,216 @@ def mutants(base: dict[str, Path], root: Path, rng: random.Random, n: int) -> It
                     what, new = next(line_mutants(lines, rng, 1))
                     (dst / "vocab.json").write_bytes((path / "vocab.json").read_bytes())
                     (dst / "merges.txt").write_text("\n".join(new) + "\n", encoding="utf-8")
+            else:
+                what, new_doc = next(json_mutants(json.loads(path.read_text(encoding="utf-8")), rng, 1))
+                dst = _write(root / f"{family}-{k}.json", json.dumps(new_doc, ensure_ascii=False))
+            yield family, what, dst
+
+
+# ------------------------------------------------------------------------------------------------ SentencePiece, Tekken
+SP_TEXTS = TEXTS + ["中文字符测试，日本語のテキスト", "emoji 😀👍🏽 \u2581x  y", "Tiếng Việt có dấu: Hà Nội"]
+SP_MODELS = {"sp_bpe": {"model_type": "bpe", "byte_fallback": True, "vocab_size": 500,
+                        "character_coverage": 0.98},
+             "sp_unigram": {"model_type": "unigram", "vocab_size": 500, "character_coverage": 0.98,
+                            "normalization_rule_name": "identity"}}
+
+
+def write_sp_base_files(root: Path) -> dict[str, Path]:
+    """SentencePiece and Tekken base files: two tiny models trained by sentencepiece's trainer (tests/sp_oracles.py)
+    as ``.model`` files and as tokenizer.json (transformers' converter: Llama's for BPE, the generic one for
+    Unigram), and a Tekken file cut from mistral-common's tekken_240911.json (its first 1000 ranks)."""
+    import sp_oracles as O  # noqa: PLC0415
+
+    root.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Path] = {}
+    for name, kw in SP_MODELS.items():
+        out[f"{name}_model"] = O.train(root / f"{name}.model", **kw)
+    out["sp_bpe_json"] = O.convert(out["sp_bpe_model"], root / "sp_bpe.json", "llama")
+    out["sp_unigram_json"] = O.convert(out["sp_unigram_model"], root / "sp_unigram.json", "spm")
+    out["tekken"] = _write(root / "tekken.json", json.dumps(small_tekken()))
+    return out
+
+
+def small_tekken(n: int = 1000, n_special: int = 20) -> dict:
+    """mistral-common's tekken_240911.json cut to its first ``n`` ranks, with ``n_special`` special tokens listed
+    (mistral-common's list for files that list none, filled up with ``<SPECIAL_i>``)."""
+    from importlib import resources  # noqa: PLC0415
+
+    doc = json.loads((resources.files("mistral_common") / "data" / "tekken_240911.json").read_text("utf-8"))
+    doc["vocab"] = doc["vocab"][:n]
+    from triton_textops.ops.bpe.rankfiles import TEKKEN_OLD_SPECIALS  # noqa: PLC0415
+
+    doc["special_tokens"] = [{"rank": i, "token_str": t, "is_control": True}
+                             for i, t in enumerate(TEKKEN_OLD_SPECIALS[:n_special])]
+    doc["config"].update(default_vocab_size=n + n_special, default_num_special_tokens=n_special)
+    for k in [k for k in doc if k not in ("vocab", "special_tokens", "config")]:
+        del doc[k]
+    return doc
+
+
+PIECE_TYPES = [1, 2, 3, 4, 5, 6]  # (protobuf's Python runtime refuses a number the enum lacks)
+SCORES = [float("nan"), float("inf"), -float("inf"), 1e39, -1e30, 0.0, 5.0]
+
+
+def proto_mutants(data: bytes, rng: random.Random, n: int) -> Iterator[tuple[str, bytes]]:
+    """``n`` mutants of a serialized ModelProto: a piece dropped, duplicated, retyped, its score or text changed;
+    trainer_spec fields changed; the bytes cut or garbled. A garbled precompiled charsmap is not made: sentencepiece
+    validates its double-array trie (darts' ``validate``), which the package does not replicate yet."""
+    from triton_textops.ops.sentencepiece.model_proto import model_proto_class  # noqa: PLC0415
+
+    cls = model_proto_class()
+    for _ in range(n):
+        m = cls.FromString(data)
+        i = rng.randrange(len(m.pieces))
+        p = m.pieces[i]
+        op = rng.choice(["drop", "duplicate", "type", "score", "piece", "model_type", "byte_fallback", "cut",
+                         "garble", "unk"])
+        what = f"{op} pieces[{i}] ({p.piece!r} type {p.type})"
+        if op == "drop":
+            del m.pieces[i]
+        elif op == "duplicate":
+            j = rng.randrange(len(m.pieces))
+            m.pieces.insert(j, type(p)(piece=p.piece, score=p.score, type=rng.choice([p.type, 1])))
+        elif op == "type":
+            p.type = rng.choice(PIECE_TYPES)
+        elif op == "score":
+            p.score = rng.choice(SCORES)
+        elif op == "piece":
+            p.piece = rng.choice(["", "<0xZZ>", "<0x1>", "<0x41>", m.pieces[rng.randrange(len(m.pieces))].piece,
+                                  p.piece + "x", "\u2581"])
+        elif op == "model_type":
+            m.trainer_spec.model_type = rng.choice([3, 4, 1 if m.trainer_spec.model_type == 2 else 2])
+            what = f"model_type {m.trainer_spec.model_type}"
+        elif op == "byte_fallback":
+            m.trainer_spec.byte_fallback = not m.trainer_spec.byte_fallback
+            what = f"byte_fallback {m.trainer_spec.byte_fallback}"
+        elif op == "unk":
+            m.trainer_spec.unk_id = rng.choice([-1, 1, len(m.pieces), 3])
+            what = f"unk_id {m.trainer_spec.unk_id}"
+        raw = m.SerializeToString()
+        if op == "cut":
+            k = rng.randrange(1, len(raw))
+            raw, what = raw[:k], f"cut at {k}"
+        elif op == "garble":  # (not in the precompiled charsmap: its double-array trie is not checked, see below)
+            k = rng.randrange(len(raw) - len(m.normalizer_spec.precompiled_charsmap) - 64)
+            raw, what = raw[:k] + bytes([rng.randrange(256)]) + raw[k + 1:], f"byte {k} garbled"
+        yield what, raw
+
+
+_SPM_WORKER = """
+import json, sys
+import sentencepiece as spm
+sp = spm.SentencePieceProcessor(model_proto=open(sys.argv[1], "rb").read())
+print(json.dumps([sp.encode(t) for t in json.loads(sys.argv[2])]))
+"""
+
+
+def sp_reference(path: Path, family: str, texts: list[str]) -> tuple[bool, Any]:
+    """(accepted, ids or the error) with the SentencePiece-family reference: sentencepiece's processor in its own
+    process for ``.model`` files (it may abort the process), HF ``tokenizers`` for tokenizer.json, mistral-common's
+    ``Tekkenizer`` for Tekken."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    if family.endswith("_model"):
+        r = subprocess.run([sys.executable, "-c", _SPM_WORKER, str(path), json.dumps(texts)], capture_output=True,
+                           text=True, timeout=120)
+        if r.returncode:
+            return False, (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+        return True, json.loads(r.stdout)
+    try:
+        if family == "tekken":
+            from mistral_common.tokens.tokenizers.tekken import Tekkenizer  # noqa: PLC0415
+
+            tk = Tekkenizer.from_file(path)
+            return True, [tk.encode(t, bos=False, eos=False) for t in texts]
+        from tokenizers import Tokenizer  # noqa: PLC0415
+
+        tok = Tokenizer.from_str(path.read_text(encoding="utf-8"))
+    except BaseException as e:  # noqa: BLE001 (pyo3's PanicException is a BaseException)
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return False, f"{type(e).__name__}: {e}"
+    try:
+        return True, [e.ids for e in tok.encode_batch(texts)]
+    except Exception:  # noqa: BLE001 (HF's "Encountered an unknown token but `unk_id` is missing")
+        return True, ENCODE_FAILS
+    except BaseException as e:  # noqa: BLE001 (a panic: a file HF cannot use)
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return False, f"{type(e).__name__}: {e}"
+
+
+ENCODE_FAILS = "loads, but fails to encode the texts"
+
+
+def sp_ours(path: Path, texts: list[str]) -> tuple[bool, Any]:
+    """(accepted, ids of ``texts`` or the one-line error) with the package's loader."""
+    import numpy as np  # noqa: PLC0415
+
+    from triton_textops.errors import InputError  # noqa: PLC0415
+    from triton_textops.ops.tokenizer import Tokenizer  # noqa: PLC0415
+
+    try:
+        tok = Tokenizer.from_file(path)
+    except (ValueError, FileNotFoundError) as e:
+        return False, str(e)
+    try:
+        r = tok.encode(texts)
+    except InputError:  # (a text no piece covers, without an unknown id: HF fails the batch too)
+        return True, ENCODE_FAILS
+    if hasattr(r, "tolist"):
+        return True, r.tolist()
+    ids, off = np.asarray(r.ids), np.asarray(r.offsets)
+    return True, [ids[off[i]:off[i + 1]].tolist() for i in range(len(off) - 1)]
+
+
+def orphan_chars(path: Path) -> bool:
+    """Whether a BPE ``.model`` has a piece holding a character that is no piece itself: sentencepiece merges such
+    a character by its text (its symbol is unknown but keeps its string), the package's id-based merges cannot (a
+    known difference of the encoder, not of the loader: tests/file_fuzz.py reports it as such)."""
+    from triton_textops.ops.sentencepiece.model_proto import model_proto_class  # noqa: PLC0415
+
+    try:
+        m = model_proto_class().FromString(path.read_bytes())
+    except Exception:  # noqa: BLE001
+        return False
+    if m.trainer_spec.model_type != 2:
+        return False
+    pieces = {p.piece for p in m.pieces if p.type in (1, 4, 5)}
+    return any(c not in pieces for p in m.pieces if p.type == 1 and isinstance(p.piece, str) for c in p.piece)
+
+
+def sp_verdict(path: Path, family: str) -> str | None:
+    """:func:`verdict` for the SentencePiece and Tekken families (ids that differ on a BPE ``.model`` with
+    :func:`orphan_chars` are the encoder's known difference, not counted)."""
+    ok, got = sp_ours(path, SP_TEXTS)
+    ref_ok, want = sp_reference(path, family, SP_TEXTS)
+    if not ok:
+        if "\n" in got or str(path) not in got:
+            return f"the package's error is not one line naming the file: {got!r}"
+        if not ref_ok or any(p in got for p in DIVERGENCES):
+            return None
+        return f"the package refuses what the reference loads: {got}"
+    if not ref_ok:
+        return f"the package loads what the reference refuses ({want[:200]})"
+    if ENCODE_FAILS in (got, want) and got != want:
+        return f"one fails to encode the texts: {got if got == ENCODE_FAILS else want}"
+    if got != want and not (family == "sp_bpe_model" and orphan_chars(path)):
+        bad = next(i for i in range(len(SP_TEXTS)) if got[i] != want[i])
+        return f"ids differ on {SP_TEXTS[bad]!r}: {got[bad][:12]} vs {want[bad][:12]}"
+    return None
+
+
+def sp_mutants(base: dict[str, Path], root: Path, rng: random.Random, n: int) -> Iterator[tuple[str, str, Path]]:
+    """``n`` mutants of each SentencePiece / Tekken base file: (family, what was done, the path)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for family, path in base.items():
+        for k in range(n):
+            if family.endswith("_model"):
+                what, raw = next(proto_mutants(path.read_bytes(), rng, 1))
+                dst = root / f"{family}-{k}.model"
+                dst.write_bytes(raw)
             else:
                 what, new_doc = next(json_mutants(json.loads(path.read_text(encoding="utf-8")), rng, 1))
                 dst = _write(root / f"{family}-{k}.json", json.dumps(new_doc, ensure_ascii=False))

@@ -97,7 +97,7 @@ def test_tekken_as_mistral_common(name: str) -> None:
 
 
 def test_tekken_refuses_a_bad_config(tmp_path: O.Path) -> None:
-    doc = {"config": {"pattern": r"\p{L}+", "default_vocab_size": 10, "default_num_special_tokens": 2},
+    doc = {"config": {"pattern": r"\p{L}+", "default_vocab_size": 10, "default_num_special_tokens": 2, "version": "v3"},
            "vocab": [{"rank": i, "token_bytes": base64.b64encode(bytes([i])).decode(), "token_str": None}
                      for i in range(256)], "special_tokens": []}
     (tmp_path / "t.json").write_text(json.dumps(doc))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import warnings
 
@@ -21,6 +20,7 @@ from triton_textops.errors import ConfigError
 from triton_textops.ops.bpe import formats as F
 from triton_textops.ops.core.files import check_text
 from triton_textops.ops.core.hf_json import AddedToken
+from triton_textops.ops.core.validate import check_tekken, read_json
 
 # mistral-common 1.9.1's Tekkenizer.DEPRECATED_SPECIAL_TOKENS: the special tokens of Tekken files without a list
 TEKKEN_OLD_SPECIALS = ("<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
@@ -99,9 +99,10 @@ def read_tekken(path: str | os.PathLike) -> F.BPESpec:
     mistral-common's list for files of version <= v7, filled up with ``<SPECIAL_i>``); text never matches a
     special token (``Tekkenizer.encode``)."""
     where = str(path)
-    doc = json.loads(F._read_bytes(path, "Tekken file"))
+    doc = read_json(path, "Tekken file")
     if not is_tekken(doc):
         raise ConfigError(f"{where}: not a Tekken file (no config.pattern and vocab list)")
+    check_tekken(doc, where)
     cfg = doc["config"]
     try:
         n_special = int(cfg["default_num_special_tokens"])

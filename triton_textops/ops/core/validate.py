@@ -20,13 +20,17 @@ The helpers (for every format reader, the later ones too: SentencePiece ``.model
 - ``fc.merges(merges, vocab, where)``: HF's ``BPE`` builder rule (two parts, each and their concatenation known).
 - :func:`read_json` ``(path)``: the JSON of a file, its errors naming the file; :func:`check_tokenizer_json`: the
   serde schema of an HF ``tokenizer.json`` (top level, added_tokens, truncation, padding, the components and the
-  model of the types this package reads); :func:`rank_lines`: tiktoken's rank-file rule with line numbers;
-  :func:`merge_lines`: HF's merges-file rule.
+  model of the types this package reads: BPE, WordPiece, Unigram); :func:`rank_lines`: tiktoken's rank-file rule
+  with line numbers; :func:`merge_lines`: HF's merges-file rule; :func:`check_model_proto`: a sentencepiece
+  ``.model`` as ``SentencePieceProcessor`` loads it (``pieces[i].type``); :func:`check_tekken`: a Tekken file as
+  mistral-common's ``Tekkenizer.from_file`` loads it.
 
 Where the package refuses a file its reference loads, the message says why (tests/file_fuzz.py lists them): an id
 past :func:`dense_limit` or 2**31 - 1 (the references keep sparse maps of u32), two tokens sharing an id (HF's id ->
 token map then keeps either), a byte-level vocabulary without all 256 single bytes (tiktoken panics when it meets
-one), and the components the kernels do not implement (each family's reader names them).
+one), and the components the kernels do not implement (each family's reader names them); a ``.model`` piece that
+is not UTF-8, or a BPE ``.model`` without an UNKNOWN piece (sentencepiece loads both). Not replicated yet:
+sentencepiece's check of a precompiled charsmap's double-array trie (darts' ``validate``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -125,7 +130,7 @@ class FileCheck:
         return v
 
     def number(self, v: Any, where: str) -> float:
-        if type(v) not in (int, float) or v != v:
+        if type(v) not in (int, float) or not math.isfinite(v):  # (serde_json: NaN, Infinity, 1e999 are no numbers)
             self.fail(where, v, f"is {kind(v)}, not a number")
         return float(v)
 
@@ -318,8 +323,23 @@ def _component(family: str) -> Reader:
 
 _SPLIT = one_of("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
 _BYTE_LEVEL = ({"add_prefix_space": BOOL, "trim_offsets": BOOL}, {"use_regex": BOOL})
+_PATTERN = struct({}, {"String": STR, "Regex": STR})
+_REPLACE = ({"pattern": _PATTERN, "content": STR}, {})
+
+
+def _char(fc: FileCheck, v: Any, w: str) -> Any:
+    """serde's ``char``: a string of one code point."""
+    if len(fc.string(v, w)) != 1:
+        fc.fail(w, v, "is not one character")
+    return v
+
+
+_METASPACE = ({"replacement": _char}, {"prepend_scheme": one_of("first", "never", "always"), "split": opt(BOOL)})
 COMPONENTS: dict[str, dict[str, tuple[dict, dict]]] = {  # family -> type -> (required, optional fields)
     "normalizer": {
+        "Prepend": ({"prepend": STR}, {}), "Replace": _REPLACE, "Strip": ({"strip_left": BOOL, "strip_right": BOOL},
+                                                                          {}),
+        "Precompiled": ({"precompiled_charsmap": opt(STR)}, {}),
         "BertNormalizer": ({"clean_text": BOOL, "handle_chinese_chars": BOOL, "lowercase": BOOL},
                            {"strip_accents": opt(BOOL)}),
         "Sequence": ({"normalizers": list_of(_component("normalizer"))}, {}),
@@ -330,7 +350,7 @@ COMPONENTS: dict[str, dict[str, tuple[dict, dict]]] = {  # family -> type -> (re
         "Split": ({"pattern": struct({}, {"String": STR, "Regex": STR}), "behavior": _SPLIT, "invert": BOOL}, {}),
         "Sequence": ({"pretokenizers": list_of(_component("pre_tokenizer"))}, {}),
         "Punctuation": ({}, {"behavior": _SPLIT}),
-        "BertPreTokenizer": ({}, {}), "WhitespaceSplit": ({}, {}),
+        "BertPreTokenizer": ({}, {}), "WhitespaceSplit": ({}, {}), "Metaspace": _METASPACE,
     },
     "post_processor": {
         "TemplateProcessing": ({"single": _template, "pair": _template, "special_tokens": map_of(struct(
@@ -343,6 +363,8 @@ COMPONENTS: dict[str, dict[str, tuple[dict, dict]]] = {  # family -> type -> (re
     "decoder": {
         "ByteLevel": _BYTE_LEVEL,
         "WordPiece": ({"prefix": STR, "cleanup": BOOL}, {}),
+        "Metaspace": _METASPACE, "Replace": _REPLACE, "ByteFallback": ({}, {}), "Fuse": ({}, {}),
+        "Strip": ({"content": _char, "start": USIZE_, "stop": USIZE_}, {}),
         "Sequence": ({"decoders": list_of(_component("decoder"))}, {}),
     },
 }
@@ -354,12 +376,27 @@ def _dropout(fc: FileCheck, v: Any, w: str) -> Any:
     return v
 
 
+def _unigram_vocab(fc: FileCheck, v: Any, w: str) -> Any:
+    """Unigram's ``vocab``: a non-empty list of [piece, score] pairs (HF: EmptyVocabulary)."""
+    for n, item in enumerate(fc.lst(v, w)):
+        if not (isinstance(item, list) and len(item) == 2):
+            fc.fail(at(w, n), item, "is not a [piece, score] pair")
+        fc.string(item[0], at(at(w, n), 0))
+        fc.number(item[1], at(at(w, n), 1))
+    if not v:
+        fc.fail(w, v, "is empty (HF: EmptyVocabulary)")
+    if len(v) > MAX_ID:
+        fc.fail(w, f"{len(v)} pieces", "is over 2**31 - 1 pieces, the largest id this package's int32 kernels hold")
+    return v
+
+
 _VOCAB = map_of(of("uint", U32, "a token id"))  # (serde's u32; the kernels' limits: FileCheck.vocab, at use)
 MODELS: dict[str, tuple[dict, dict]] = {  # model.type -> (required, optional fields)
     "BPE": ({"vocab": _VOCAB, "merges": of("lst")},
             {"type": STR, "dropout": _dropout, "unk_token": opt(STR), "continuing_subword_prefix": opt(STR),
              "end_of_word_suffix": opt(STR), "fuse_unk": opt(BOOL), "byte_fallback": opt(BOOL),
              "ignore_merges": opt(BOOL)}),
+    "Unigram": ({"vocab": _unigram_vocab}, {"type": STR, "unk_id": opt(USIZE_), "byte_fallback": BOOL}),
     "WordPiece": ({"vocab": _VOCAB, "unk_token": STR, "continuing_subword_prefix": STR,
                    "max_input_chars_per_word": USIZE_}, {"type": STR}),
 }
@@ -391,6 +428,10 @@ def check_tokenizer_json(doc: Any, path: str | os.PathLike, model_type: str) -> 
     if doc["model"].get("type", model_type) != model_type:
         fc.fail("model.type", doc["model"].get("type"), f"is not {model_type}")
     fc.fields(doc["model"], "model", *MODELS[model_type])
+    unk = doc["model"].get("unk_id")
+    if model_type == "Unigram" and unk is not None and unk >= len(doc["model"]["vocab"]):
+        fc.fail("model.unk_id", unk, f"is not an id of the {len(doc['model']['vocab'])} pieces (HF: "
+                "UnkIdNotInVocabulary)")
     return fc
 
 
@@ -476,3 +517,135 @@ def rank_lines(data: bytes, path: str | os.PathLike) -> dict[bytes, int]:
                     "ranks): its tables are indexed by id; tiktoken keeps a sparse map)")
         seen[rank] = n
     return out
+
+
+# ---------------------------------------------------------------------------------------------- sentencepiece .model
+MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}  # sentencepiece's TrainerSpec.ModelType
+PIECE_TYPES = {1: "NORMAL", 2: "UNKNOWN", 3: "CONTROL", 4: "USER_DEFINED", 5: "UNUSED", 6: "BYTE"}
+
+
+def check_model_proto(m: Any, path: str | os.PathLike) -> FileCheck:
+    """A parsed sentencepiece ``ModelProto`` checked as ``SentencePieceProcessor`` loads it (``ModelFactory`` and
+    ``ModelInterface::InitializePieces``): a known ``trainer_spec.model_type``; every piece UTF-8 and non-empty; no
+    piece twice (BPE: at all; Unigram: in either of its two maps, normal / user-defined / unused pieces and unknown
+    / control / byte ones); Unigram's scores finite;
+    exactly one UNKNOWN piece; BYTE pieces ``<0xXX>`` only with ``trainer_spec.byte_fallback``, all 256 of them then;
+    no more pieces than the kernels' int32 ids hold. (A type number the schema lacks reads as NORMAL, as in
+    sentencepiece's protobuf runtime.)"""
+    fc = FileCheck(path)
+    ts = m.trainer_spec
+    if ts.model_type not in MODEL_TYPES:
+        fc.fail("trainer_spec.model_type", ts.model_type, "is not a sentencepiece model type (sentencepiece: Unknown "
+                "model_type)")
+    if len(m.pieces) > MAX_ID:
+        fc.fail("pieces", len(m.pieces), "pieces: over 2**31 - 1, the largest id this package's int32 kernels hold")
+    maps: tuple[dict[str, int], dict[str, int]] = ({}, {})
+    unk = -1
+    byte_values: set[int] = set()
+    for i, p in enumerate(m.pieces):
+        w = at("pieces", i)
+        if not isinstance(p.piece, str):  # (protobuf hands a string field that is not UTF-8 as bytes)
+            fc.fail(f"{w}.piece", repr(p.piece), "is not UTF-8")
+        if not p.piece:
+            fc.fail(f"{w}.piece", p.piece, "is empty (sentencepiece: piece must not be empty)")
+        seen = maps[ts.model_type != 2 and p.type not in (1, 4, 5)]
+        if p.piece in seen:
+            fc.fail(f"{w}.piece", p.piece, f"is already defined, as pieces[{seen[p.piece]}] (sentencepiece refuses "
+                    "it)")
+        seen[p.piece] = i
+        if ts.model_type == 1 and not math.isfinite(p.score):
+            fc.fail(f"{w}.score", p.score, "is not finite (sentencepiece: score is NaN or Inf)")
+        if p.type == 2:
+            if unk >= 0:
+                fc.fail(f"{w}.type", "UNKNOWN", f"is a second UNKNOWN piece, after pieces[{unk}] (sentencepiece: "
+                        "unk is already defined)")
+            unk = i
+        elif p.type == 6:
+            if not ts.byte_fallback:
+                fc.fail(f"{w}.type", "BYTE", "is a byte piece although trainer_spec.byte_fallback is false "
+                        "(sentencepiece refuses it)")
+            b = _byte_piece(p.piece)
+            if b < 0:
+                fc.fail(f"{w}.piece", p.piece, "is a BYTE piece, not <0xXX> (sentencepiece refuses it)")
+            byte_values.add(b)
+    if unk < 0:
+        fc.fail("pieces", f"{len(m.pieces)} pieces", "have no UNKNOWN piece (sentencepiece: unk is not defined)")
+    if ts.byte_fallback and len(byte_values) != 256:
+        fc.fail("trainer_spec.byte_fallback", True, f"but {len(byte_values)} of the 256 <0xXX> BYTE pieces "
+                "(sentencepiece: there are not 256 byte pieces)")
+    return fc
+
+
+def _byte_piece(p: str) -> int:
+    """The byte of a ``<0xXX>`` piece (two upper-case hex digits, as sentencepiece's PieceToByte), else -1."""
+    if len(p) == 6 and p.startswith("<0x") and p.endswith(">") and all(c in "0123456789ABCDEF" for c in p[3:5]):
+        return int(p[3:5], 16)
+    return -1
+
+
+# ---------------------------------------------------------------------------------------------- Tekken
+TEKKEN_VERSIONS = ("v1", "v2", "v3", "v7", "v11", "v13")  # mistral-common 1.9.1's TokenizerVersion, in order
+
+
+def check_tekken(doc: Any, path: str | os.PathLike) -> FileCheck:
+    """A Mistral Tekken file checked as mistral-common's ``Tekkenizer.from_file`` loads it: ``config.version`` one
+    it knows; ``special_tokens`` listed for versions after v7, their ``token_str`` distinct, at most
+    ``default_num_special_tokens``; ``default_vocab_size`` at most the ranks plus the special tokens; each of the
+    first ``default_vocab_size - default_num_special_tokens`` entries of ``vocab`` exactly ``rank`` (its index),
+    ``token_bytes`` (base64; the first 256 the single bytes, in order, none twice) and ``token_str``."""
+    fc = FileCheck(path)
+    fc.obj(doc, "the top level")
+    cfg = fc.obj(doc.get("config"), "config")
+    version = cfg.get("version")
+    if version not in TEKKEN_VERSIONS or not isinstance(version, str):
+        fc.fail("config.version", version, f"is not a version mistral-common knows ({', '.join(TEKKEN_VERSIONS)})")
+    if not fc.string(cfg.get("pattern"), "config.pattern"):
+        fc.fail("config.pattern", "", "is empty (tiktoken panics on encode)")
+    n_special = fc.uint(cfg.get("default_num_special_tokens"), "config.default_num_special_tokens", MAX_ID)
+    size = fc.uint(cfg.get("default_vocab_size"), "config.default_vocab_size", MAX_ID)
+    vocab = fc.lst(doc.get("vocab"), "vocab")
+    specials = doc.get("special_tokens")
+    if specials == {}:  # (mistral-common lists its keys: none)
+        specials = []
+    if specials is None:
+        if TEKKEN_VERSIONS.index(version) > TEKKEN_VERSIONS.index("v7"):
+            fc.fail("special_tokens", None, f"is missing, which mistral-common requires after v7 (version {version})")
+    else:
+        names: dict[str, int] = {}
+        for i, s in enumerate(fc.lst(specials, "special_tokens")):
+            t = fc.string(fc.obj(s, at("special_tokens", i)).get("token_str"), f"{at('special_tokens', i)}.token_str")
+            if t in names:
+                fc.fail(f"{at('special_tokens', i)}.token_str", t, f"is also special_tokens[{names[t]}] "
+                        "(mistral-common: Special tokens must be unique)")
+            names[t] = i
+            if "rank" not in s:
+                raise ConfigError(f"{fc.path}: {at('special_tokens', i)} has no field 'rank', which mistral-common "
+                                  "requires")
+            if isinstance(s["rank"], (list, dict)):  # (mistral-common keeps the ranks in a set)
+                fc.fail(f"{at('special_tokens', i)}.rank", s["rank"], f"is {kind(s['rank'])} (mistral-common: "
+                        "unhashable type)")
+        if len(specials) > n_special:
+            fc.fail("special_tokens", f"{len(specials)} tokens", f"are more than config.default_num_special_tokens "
+                    f"= {n_special}")
+    if size > len(vocab) + n_special:
+        fc.fail("config.default_vocab_size", size, f"is over the {len(vocab)} ranks + {n_special} special tokens")
+    if size < n_special:
+        fc.fail("config.default_vocab_size", size, f"is under config.default_num_special_tokens = {n_special}")
+    seen: dict[bytes, int] = {}
+    for i, e in enumerate(vocab[:size - n_special]):
+        w = at("vocab", i)
+        if not isinstance(e, dict) or e.keys() != {"rank", "token_bytes", "token_str"}:
+            fc.fail(w, e, "is not an object of exactly rank, token_bytes, token_str (mistral-common refuses it)")
+        if type(e["rank"]) is not int or e["rank"] != i:
+            fc.fail(f"{w}.rank", e["rank"], f"is not {i}, its index (mistral-common refuses it)")
+        try:
+            b = base64.b64decode(fc.string(e["token_bytes"], f"{w}.token_bytes"))
+        except (binascii.Error, ValueError) as err:
+            fc.fail(f"{w}.token_bytes", e["token_bytes"], f"is not base64 ({err})")
+        if i < 256 and b != bytes([i]):
+            fc.fail(f"{w}.token_bytes", e["token_bytes"], f"is not the single byte {i} (mistral-common: the first 256 "
+                    "ranks are the bytes)")
+        if b in seen:
+            fc.fail(f"{w}.token_bytes", e["token_bytes"], f"is also vocab[{seen[b]}] (mistral-common refuses it)")
+        seen[b] = i
+    return fc

@@ -16,6 +16,7 @@ import numpy as np
 from triton_textops.errors import ConfigError
 from triton_textops.ops.bpe.formats import _hf_added_ids, _template
 from triton_textops.ops.core.hf_json import AddedToken, Padding, Truncation, padding, read_config, truncation
+from triton_textops.ops.core.validate import check_model_proto, check_tokenizer_json
 from triton_textops.ops.sentencepiece import normalize as N
 from triton_textops.ops.sentencepiece import pretokenize as P
 from triton_textops.ops.sentencepiece.unigram import Unigram
@@ -104,14 +105,17 @@ def read_tokenizer_json(path: str | os.PathLike, doc: dict, directory: Path) -> 
 
     model = doc.get("model") or {}
     kind = model.get("type")
+    if kind is None and isinstance(model, dict):  # (HF's untagged model: read as the first variant it fits)
+        kind = "Unigram" if isinstance(model.get("vocab"), list) else "BPE" if "merges" in model else None
+    if kind in ("BPE", "Unigram"):
+        fc = check_tokenizer_json(doc, path, kind)
     if kind == "BPE":
         for key, ok in (("dropout", (None,)), ("continuing_subword_prefix", (None, "")),
                         ("end_of_word_suffix", (None, ""))):
             if model.get(key) not in ok:
                 refuse(f"model.{key}", model.get(key), "is not supported (a non-null dropout samples its merges)")
-        str_vocab = model.get("vocab") or {}
-        if not isinstance(str_vocab, dict):
-            refuse("model.vocab", str_vocab, "is not an object")
+        str_vocab = fc.vocab(model["vocab"], "model.vocab")
+        fc.merges(model["merges"], str_vocab, "model.merges")
         size = max(str_vocab.values(), default=-1) + 1
         vocab = {t.encode(): int(i) for t, i in str_vocab.items()}
         left, right, rank, result = [], [], [], []
@@ -217,6 +221,7 @@ def read_model_file(path: str | os.PathLike) -> SPSpec:
         m = model_proto_class().FromString(Path(path).read_bytes())
     except Exception as e:  # noqa: BLE001 (protobuf's DecodeError and friends)
         raise ConfigError(f"{where}: not a sentencepiece ModelProto ({e})") from None
+    check_model_proto(m, where)
     ts, ns = m.trainer_spec, m.normalizer_spec
     if ts.model_type not in (1, 2):
         raise ConfigError(f"{where}: trainer_spec.model_type = {ts.model_type} is not supported (UNIGRAM 1, BPE 2)")
