@@ -88,6 +88,34 @@ def test_a_model_without_unknown_piece_is_a_documented_divergence(base, tmp_path
     assert any(d in msg for d in Z.DIVERGENCES)
 
 
+def _first_merged_piece(m):
+    """Index of a NORMAL piece of two or more characters whose halves are pieces (one a merge makes)."""
+    names = {p.piece for p in m.pieces}
+    return next(i for i, p in enumerate(m.pieces) if p.type == 1 and len(p.piece) >= 2
+                and any(p.piece[:k] in names and p.piece[k:] in names for k in range(1, len(p.piece))))
+
+
+def test_a_bpe_unused_piece_merges_reach_is_refused_and_a_placeholder_loads(base, tmp_path):
+    """sentencepiece merges a BPE model's UNUSED piece and splits it back (``rev_merge``); the package does not,
+    so such a file is refused (a documented divergence) instead of loading into other ids. An UNUSED placeholder
+    that no merge reaches (``<unused0>``, as Gemma's files have) loads, with sentencepiece's ids."""
+    m = model_proto_class().FromString(base["sp_bpe_model"].read_bytes())
+    i = _first_merged_piece(m)
+    p = _edit_model(base["sp_bpe_model"], tmp_path / "unused.model", lambda m: setattr(m.pieces[i], "type", 5))
+    msg = _refused(p, rf"pieces\[{i}\]\.type = \"UNUSED\" on .* which merges can reach: not supported")
+    assert Z.sp_reference(p, "sp_bpe_model", ["a"])[0] is True
+    assert any(d in msg for d in Z.DIVERGENCES)
+
+    def placeholder(m):
+        m.pieces.append(type(m.pieces[0])(piece="<unused0>", type=5, score=0.0))
+
+    q = _edit_model(base["sp_bpe_model"], tmp_path / "placeholder.model", placeholder)
+    texts = ["<unused0> hello world", "unused 0 <unused0><unused0>", "Pride and Prejudice"]
+    ok, got = Z.sp_ours(q, texts)
+    assert ok, got
+    assert got == Z.sp_reference(q, "sp_bpe_model", texts)[1]
+
+
 def test_a_cut_model_file_is_one_line(base, tmp_path):
     p = tmp_path / "cut.model"
     p.write_bytes(base["sp_bpe_model"].read_bytes()[:1001])

@@ -573,7 +573,24 @@ def check_model_proto(m: Any, path: str | os.PathLike) -> FileCheck:
     if ts.byte_fallback and len(byte_values) != 256:
         fc.fail("trainer_spec.byte_fallback", True, f"but {len(byte_values)} of the 256 <0xXX> BYTE pieces "
                 "(sentencepiece: there are not 256 byte pieces)")
+    if ts.model_type == 2:
+        _check_unused_merges(fc, m.pieces, maps[0])
     return fc
+
+
+def _check_unused_merges(fc: FileCheck, pieces: Any, merged: dict[str, int]) -> None:
+    """A BPE model's UNUSED piece that two pieces (or characters) can merge into is refused: sentencepiece merges
+    it and then splits it back into the pair that made it (``rev_merge`` in bpe_model.cc), which this package's
+    merges do not do, so such a file would load into other ids. UNUSED pieces no merge reaches (Gemma-style
+    placeholders such as ``<unused0>``) are never emitted by either and load."""
+    for i, p in enumerate(pieces):
+        if p.type != 5 or not isinstance(p.piece, str) or len(p.piece) < 2:
+            continue
+        s = p.piece
+        if any((len(s[:k]) == 1 or s[:k] in merged) and (len(s[k:]) == 1 or s[k:] in merged)
+               for k in range(1, len(s))):
+            fc.fail(f"{at('pieces', i)}.type", "UNUSED", f"on {s!r}, which merges can reach: not supported (this "
+                    "package's BPE does not split UNUSED pieces back as sentencepiece does)")
 
 
 def _byte_piece(p: str) -> int:
