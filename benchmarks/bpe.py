@@ -6,6 +6,8 @@ engine's ids are checked equal to tiktoken's before timing. Prints MB/s (batch 3
 text (batch 1), best of ``--repeats`` with the range, and each engine's ratio to ours, plus the threads each used.
 
     python benchmarks/bpe.py [--vocab cl100k_base o200k_base gpt2] [--repeats 5] [--warm]
+    python benchmarks/bpe.py --vocab cl100k_base o200k_base qwen2 llama3 --sets english cjk thai korean code base64
+        # long pre-tokens (benchmarks/bpe_texts.py): scripts without spaces, identifiers, base64
     python benchmarks/bpe.py --gpu     # ours on the GPU against ours on the CPU (a lent GPU machine; no peers)
     python benchmarks/bpe.py --load    # our load time: cold (empty numba cache) and cached, fresh processes
     python benchmarks/bpe.py --fresh   # one text as a served model meets it: each engine loaded in a fresh process,
@@ -32,6 +34,7 @@ THREADS = os.cpu_count() or 1
 os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS))
 
 import bpe_oracles as O  # noqa: E402
+import bpe_texts as T  # noqa: E402
 from _common import austen, machine  # noqa: E402
 
 from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: E402
@@ -62,7 +65,12 @@ def multilingual(n: int = 3000) -> list[str]:
 
 
 def engines(name: str) -> dict[str, tuple[Callable[[], object], Callable, Callable]]:
-    """name -> (make a fresh instance, encode a batch, encode one text) for each installed engine."""
+    """name -> (make a fresh instance, encode a batch, encode one text) for each installed engine. ``llama3``: a
+    Llama-3-style tokenizer.json (cl100k's ranks as ranked merges, ``ignore_merges``, its Split regex) for every
+    engine that reads one (ours then merges by (left id, right id), not by the pair's bytes); ids checked against
+    tiktoken's cl100k_base, which it equals."""
+    if name == "llama3":
+        return _llama3_engines()
     path = O.DATA / (O.RANK_FILES[name] or "")
     out: dict[str, tuple] = {}
     if name == "gpt2":
@@ -89,7 +97,7 @@ def engines(name: str) -> dict[str, tuple[Callable[[], object], Callable, Callab
             ByteLevelBPETokenizer(str(O.DATA / "encoder.json"), str(O.DATA / "vocab.bpe")).save(str(tmp / "t.json"))
             hf_file = tmp / "t.json"
         else:
-            pat = {"cl100k_base": O.LLAMA3_PATTERN, "o200k_base": O.F._O200K}[name]
+            pat = {"cl100k_base": O.LLAMA3_PATTERN, "o200k_base": O.F._O200K, "qwen2": O.TIKTOKEN_PATTERNS["qwen2"]}[name]
             hf_file = O.write_tokenizer_json(tmp, name, family_pattern=pat)
         out["hf-tokenizers"] = (lambda: Tokenizer.from_file(str(hf_file)),
                                 lambda t, xs: t.encode_batch(xs, add_special_tokens=False),
@@ -116,15 +124,46 @@ def engines(name: str) -> dict[str, tuple[Callable[[], object], Callable, Callab
     return out
 
 
+def _llama3_engines() -> dict[str, tuple[Callable[[], object], Callable, Callable]]:
+    tmp = Path(os.environ.get("TMPDIR", "/tmp")) / "bpe-bench-llama3"
+    hf_file = O.write_tokenizer_json(tmp, "cl100k_base", family_pattern=O.LLAMA3_PATTERN)
+    out: dict[str, tuple] = {"ours": (lambda: BPETokenizer.from_file(hf_file), lambda t, xs: t.encode(xs),
+                                      lambda t, x: t.encode([x]))}
+    try:
+        from tokenizers import Tokenizer  # noqa: PLC0415
+
+        out["hf-tokenizers"] = (lambda: Tokenizer.from_file(str(hf_file)),
+                                lambda t, xs: t.encode_batch(xs, add_special_tokens=False),
+                                lambda t, x: t.encode(x, add_special_tokens=False))
+    except ImportError:
+        pass
+    try:
+        import fastokens  # noqa: PLC0415
+
+        out["fastokens"] = (lambda: fastokens.Tokenizer.from_file(str(hf_file)),
+                            lambda t, xs: t.encode_batch(xs, add_special_tokens=False),
+                            lambda t, x: t.encode(x, add_special_tokens=False))
+    except ImportError:
+        pass
+    try:
+        import gigatoken  # noqa: PLC0415
+
+        out["gigatoken"] = (lambda: gigatoken.Tokenizer(str(hf_file)), lambda t, xs: t.encode_batch(xs),
+                            lambda t, x: t.encode(x))
+    except ImportError:
+        pass
+    return out
+
+
 def ids_of(result: object) -> list[list[int]]:
     if hasattr(result, "tolist") and hasattr(result, "offsets"):
         return result.tolist()
     return [list(getattr(r, "ids", r)) for r in result]
 
 
-def run(name: str, corpus: str, texts: list[str], repeats: int, warm: bool) -> None:
-    eng = engines(name)
-    ref = O.tiktoken_encoding(name).encode_ordinary_batch(texts[:512])
+def run(name: str, corpus: str, texts: list[str], repeats: int, warm: bool, only: list[str] | None = None) -> None:
+    eng = {e: v for e, v in engines(name).items() if not only or e in only}
+    ref = O.tiktoken_encoding("cl100k_base" if name == "llama3" else name).encode_ordinary_batch(texts[:512])
     for e, (make, enc, _) in eng.items():
         got = ids_of(enc(make(), texts[:512]))
         if got != ref:
@@ -301,7 +340,11 @@ def load_times(name: str, repeats: int, python: str | None = None, relocate: boo
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--vocab", nargs="+", default=["cl100k_base", "o200k_base", "gpt2"])
+    ap.add_argument("--vocab", nargs="+", default=["cl100k_base", "o200k_base", "gpt2"],
+                    help="cl100k_base o200k_base gpt2 qwen2 llama3 (a Llama-3-style tokenizer.json of cl100k's ranks)")
+    ap.add_argument("--sets", nargs="+", default=["english", "multilingual"],
+                    help=f"text sets: english multilingual {' '.join(T.SETS)} (the last: long pre-tokens, issue 45; "
+                         "benchmarks/bpe_texts.py)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warm", action="store_true")
     ap.add_argument("--gpu", action="store_true", help="ours on the GPU vs ours on the CPU only")
@@ -312,6 +355,8 @@ def main() -> None:
     ap.add_argument("--relocate", action="store_true",
                     help="--load --python: each load from a fresh copy of the environment at a new path (as Triton "
                          "extracts a tarball EXECUTION_ENV_PATH anew at each server start)")
+    ap.add_argument("--engines", nargs="+", help="time only these engines (e.g. `ours`, for old/new builds taking turns)")
+    ap.add_argument("--texts", type=int, help="the first N texts of each set")
     a = ap.parse_args()
     print(machine())
     if a.load:
@@ -337,10 +382,11 @@ def main() -> None:
     t0 = time.perf_counter()
     BPETokenizer.from_tiktoken(O.DATA / "cl100k_base.tiktoken", encoding="cl100k_base").encode(["warm up"])
     print(f"our cl100k load + first encode (numba cache as it is): {time.perf_counter() - t0:.1f} s")
-    corpora = {"English (Austen)": austen(), "multilingual": multilingual()}
+    made = {"english": austen, "multilingual": multilingual, **T.SETS}
+    corpora = {s: made[s]()[: a.texts] for s in a.sets}
     for name in a.vocab:
         for corpus, texts in corpora.items():
-            run(name, corpus, texts, a.repeats, a.warm)
+            run(name, corpus, texts, a.repeats, a.warm, a.engines)
 
 
 if __name__ == "__main__":

@@ -325,6 +325,9 @@ LONG_PIECE_UNITS = {  # one pre-token each, mixed ranks: symbols, marks and emoj
     "symbols": list("'\"]/<)#>?,!-=*.;:_~^&%$@|+") + ["\u0301", "\u0308", "\ufe0f", "\U0001F600", "\u2014", "\u00bf"],
     "letters": list("abcdefghijklmnopqrstuvwxyzet") + ["\u00e9", "\u00df", "\u0436", "\u4e2d", "\u3042"],
     "digits": list("0123456789"),
+    # runs of real words written without spaces (CJK, kana, Thai, camelCase): deep merges between mixed symbols
+    "words": ["的", "我们", "服务器", "模型", "東京", "ひらがな", "カタカナ", "です", "กรุงเทพ", "ภาษาไทย", "Get",
+              "User", "Account", "Settings", "Handler", "Factory", "Id"],
 }
 
 

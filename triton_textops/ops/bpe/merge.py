@@ -5,8 +5,9 @@ cost one hash probe. Only what is not emitted whole is merged (:func:`bpe_piece`
 pair of lowest rank, leftmost on ties (:func:`pair_at`): HF's ranked merges through a (left id, right id) ->
 (rank, result) table; tiktoken's rule (a pair merges into the token of its bytes, ranked by its id) by looking the
 pair's bytes up in the token table itself (:func:`pair_at_span`, bound into a rank file's kernel). Pieces of
-up to :data:`SHORT` symbols rescan a linked list (as tiktoken does); longer ones keep an indexed min-heap
-keyed by (rank, position), so a 1 MB run of one letter is n log n, not quadratic. On the CPU, each kernel share
+up to :data:`SHORT` symbols rescan their rank row in index order (a symbol merged away ranks NO_PAIR); longer ones
+keep an indexed min-heap keyed by (rank, position), so a 1 MB run of one letter is n log n, not quadratic. The
+heap keeps each pair's result beside its rank, so merging the top looks nothing up again. On the CPU, each kernel share
 keeps the pieces it merged (:func:`cache_get` / :func:`cache_put`: bytes -> ids, verified on the bytes, emptied when
 full), so a word that repeats is merged once per thread; the GPU kernels run without it (one thread per text).
 
@@ -157,8 +158,9 @@ def pair_at(buf, lo, sym, nxt, base, n, a, b, voc):
 
 @K.device(inline=True)
 def pair_near(buf, lo, sym, nxt, base, n, a, b, voc):
-    """:func:`pair_at` at the short pieces' one call site, where a rank file's kernel binds it to :func:`span_pair`,
-    inlined (a call passes the vocabulary's arrays field by field)."""
+    """:func:`pair_at` at the merge step's call sites (the scan's one, the heap's two), where a rank file's kernel
+    binds it to :func:`span_pair`, inlined (a call passes the vocabulary's arrays field by field: on CJK and
+    identifier pieces the heap ran 15-25% slower through :func:`pair_at_span`, benchmarks/RESULTS.md, issue 45)."""
     return pair_at(buf, lo, sym, nxt, base, n, a, b, voc)
 
 
@@ -166,8 +168,8 @@ def pair_near(buf, lo, sym, nxt, base, n, a, b, voc):
 def span_pair(buf, lo, sym, nxt, base, n, a, b, voc):
     """:func:`pair_at` by tiktoken's rule: the two symbols' bytes together, ``buf[lo + a:lo + end of b]``, looked up
     as one token, whose id is the rank and the result. The whole-token table answers it: rank files need no pair
-    table (cl100k: 8 MB less, and merges read the table lookups keep warm). Inlined at the one call site of the
-    short pieces' loop (:func:`pair_near`); the heap's call sites call :func:`pair_at_span`, one copy."""
+    table (cl100k: 8 MB less, and merges read the table lookups keep warm). Inlined at the merge step's call sites
+    (:func:`pair_near`)."""
     e = nxt[base + b]
     hi = lo + (e if e < n else n)
     h, q = piece_hash(buf, lo + a, hi)
@@ -177,8 +179,8 @@ def span_pair(buf, lo, sym, nxt, base, n, a, b, voc):
 
 @K.device
 def pair_at_span(buf, lo, sym, nxt, base, n, a, b, voc):
-    """:func:`span_pair` not inlined: each call site of an inlined one compiles its own copy of the hash and the
-    lookup (the heap's three call sites: three more copies in every cold load)."""
+    """:func:`span_pair` not inlined, what :func:`pair_at` is bound to in a rank file's kernel: the merge step calls
+    :func:`pair_near` (inlined) instead, so only a caller of :func:`pair_at` itself would compile it."""
     return span_pair(buf, lo, sym, nxt, base, n, a, b, voc)
 
 
@@ -187,7 +189,7 @@ def heap_less(rk, x, y):
     return rk[x] < rk[y] or (rk[x] == rk[y] and x < y)
 
 
-@K.device
+@K.device(inline=True)
 def heap_fix(heap, where, rk, base, size, at, up):
     """Restore the min-heap ``heap[base:base+size]`` (symbol indices keyed by (rk, index)) around slot ``at``:
     sifted up (``up``: its key changed either way, in a heap) then down. Building the heap sifts down only: the
@@ -221,7 +223,7 @@ def heap_fix(heap, where, rk, base, size, at, up):
     where[base + x] = at
 
 
-@K.device
+@K.device(inline=True)
 def heap_remove(heap, where, rk, base, size, x):
     """Remove symbol ``x`` from the heap of ``size`` entries; returns the new size."""
     at = where[base + x]
@@ -237,8 +239,8 @@ def heap_remove(heap, where, rk, base, size, x):
 def bpe_piece(buf, lo, hi, voc, work, base, out, o):
     """BPE-merge the pre-token ``buf[lo:hi]`` and write its ids to ``out[o:]``; returns the new ``o``.
 
-    ``work``: :data:`N_WORK_ROWS` int32 rows (symbol id, next, rank; heap, slot in the heap, previous: long
-    pieces only) whose columns ``base .. base + hi - lo - 1`` are this piece's scratch."""
+    ``work``: :data:`N_WORK_ROWS` int32 rows (symbol id, next, rank; heap, slot in the heap, previous, each
+    pair's result: long pieces only) whose columns ``base .. base + hi - lo - 1`` are this piece's scratch."""
     sym = work[0]
     nxt = work[1]
     rk = work[2]
@@ -271,25 +273,30 @@ def merge_symbols(buf, lo, n, voc, work, base, out, o):
     rk = work[2]
     hp = work[3]
     if n <= SHORT:
+        # a scan of the rank row in index order (a symbol merged away ranks NO_PAIR): no chain of dependent loads
+        # as a walk of the links would be; the previous symbol (to re-rank) by back links
+        prv = work[5]
+        for k in range(n):
+            prv[base + k] = k - 1
         while True:
             best = NO_PAIR
             bi = -1
-            bp = -1
-            p = -1
-            k = 0
-            while k < n:
-                if rk[base + k] < best:
-                    best = rk[base + k]
+            for k in range(n):
+                r = rk[base + k]
+                if r < best:
+                    best = r
                     bi = k
-                    bp = p
-                p = k
-                k = nxt[base + k]
             if bi < 0:
                 break
+            bp = prv[base + bi]
             j = nxt[base + bi]
             t = hp[base + bi]
             sym[base + bi] = t
-            nxt[base + bi] = nxt[base + j]
+            rk[base + j] = NO_PAIR
+            nj = nxt[base + j]
+            nxt[base + bi] = nj
+            if nj < n:
+                prv[base + nj] = bi
             for w in range(2):  # re-rank the merged symbol, then its left neighbour (one call site of pair_near)
                 a = bi if w == 0 else bp
                 if a < 0:
@@ -304,9 +311,13 @@ def merge_symbols(buf, lo, n, voc, work, base, out, o):
         # in it), and back links (``prv``) to re-rank the left neighbour of each merge
         where = work[4]
         prv = work[5]
+        res = work[6]  # each pair's result (the first round's, from the heap row), so the top's is not looked up again
         size = 0
         for k in range(n):
             prv[base + k] = k - 1
+            if rk[base + k] != NO_PAIR:
+                res[base + k] = hp[base + k]
+        for k in range(n):
             if rk[base + k] != NO_PAIR:
                 hp[base + size] = k
                 where[base + k] = size
@@ -316,15 +327,17 @@ def merge_symbols(buf, lo, n, voc, work, base, out, o):
         while size > 0:
             bi = hp[base]
             j = nxt[base + bi]
-            r, t = pair_at(buf, lo, sym, nxt, base, n, bi, j, voc)
-            sym[base + bi] = t
+            sym[base + bi] = res[base + bi]
             if rk[base + j] != NO_PAIR:
                 size = heap_remove(hp, where, rk, base, size, j)
             nj = nxt[base + j]
             nxt[base + bi] = nj
             if nj < n:
                 prv[base + nj] = bi
-            rk[base + bi] = pair_at(buf, lo, sym, nxt, base, n, bi, nj, voc)[0] if nj < n else NO_PAIR
+            if nj < n:
+                rk[base + bi], res[base + bi] = pair_near(buf, lo, sym, nxt, base, n, bi, nj, voc)
+            else:
+                rk[base + bi] = NO_PAIR
             if rk[base + bi] == NO_PAIR:
                 size = heap_remove(hp, where, rk, base, size, bi)
             else:
@@ -332,7 +345,7 @@ def merge_symbols(buf, lo, n, voc, work, base, out, o):
             p = prv[base + bi]
             if p >= 0:
                 had = rk[base + p] != NO_PAIR
-                rk[base + p] = pair_at(buf, lo, sym, nxt, base, n, p, bi, voc)[0]
+                rk[base + p], res[base + p] = pair_near(buf, lo, sym, nxt, base, n, p, bi, voc)
                 if rk[base + p] == NO_PAIR:
                     if had:
                         size = heap_remove(hp, where, rk, base, size, p)
@@ -453,7 +466,7 @@ def encode_piece(buf, lo, hi, voc, work, base, out, o, cache, row):
 
 # ------------------------------------------------------------------------------ host-side table build
 
-N_WORK_ROWS = 6  # rows of the merge scratch (symbol, next, rank, heap, where, prev): int32 per byte
+N_WORK_ROWS = 7  # rows of the merge scratch (symbol, next, rank, heap, where, prev, result): int32 per byte
 
 
 def _place(home: np.ndarray, size: int) -> tuple[np.ndarray, int]:
