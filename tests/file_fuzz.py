@@ -454,25 +454,8 @@ def sp_ours(path: Path, texts: list[str]) -> tuple[bool, Any]:
     return True, [ids[off[i]:off[i + 1]].tolist() for i in range(len(off) - 1)]
 
 
-def orphan_chars(path: Path) -> bool:
-    """Whether a BPE ``.model`` has a piece holding a character that is no piece itself: sentencepiece merges such
-    a character by its text (its symbol is unknown but keeps its string), the package's id-based merges cannot (a
-    known difference of the encoder, not of the loader: tests/file_fuzz.py reports it as such)."""
-    from triton_textops.ops.sentencepiece.model_proto import model_proto_class  # noqa: PLC0415
-
-    try:
-        m = model_proto_class().FromString(path.read_bytes())
-    except Exception:  # noqa: BLE001
-        return False
-    if m.trainer_spec.model_type != 2:
-        return False
-    pieces = {p.piece for p in m.pieces if p.type in (1, 4, 5)}
-    return any(c not in pieces for p in m.pieces if p.type == 1 and isinstance(p.piece, str) for c in p.piece)
-
-
 def sp_verdict(path: Path, family: str) -> str | None:
-    """:func:`verdict` for the SentencePiece and Tekken families (ids that differ on a BPE ``.model`` with
-    :func:`orphan_chars` are the encoder's known difference, not counted)."""
+    """:func:`verdict` for the SentencePiece and Tekken families."""
     ok, got = sp_ours(path, SP_TEXTS)
     ref_ok, want = sp_reference(path, family, SP_TEXTS)
     if not ok:
@@ -485,7 +468,7 @@ def sp_verdict(path: Path, family: str) -> str | None:
         return f"the package loads what the reference refuses ({want[:200]})"
     if ENCODE_FAILS in (got, want) and got != want:
         return f"one fails to encode the texts: {got if got == ENCODE_FAILS else want}"
-    if got != want and not (family == "sp_bpe_model" and orphan_chars(path)):
+    if got != want:
         bad = next(i for i in range(len(SP_TEXTS)) if got[i] != want[i])
         return f"ids differ on {SP_TEXTS[bad]!r}: {got[bad][:12]} vs {want[bad][:12]}"
     return None

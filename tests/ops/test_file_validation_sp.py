@@ -116,6 +116,19 @@ def test_a_bpe_unused_piece_merges_reach_is_refused_and_a_placeholder_loads(base
     assert got == Z.sp_reference(q, "sp_bpe_model", texts)[1]
 
 
+def test_a_bpe_piece_holding_a_character_that_is_no_piece_is_refused(base, tmp_path):
+    """A BPE model's piece whose character is no piece (one dropped from the file): sentencepiece still merges the
+    character by its text; the package refuses the file (a documented divergence) instead of loading other ids."""
+    m = model_proto_class().FromString(base["sp_bpe_model"].read_bytes())
+    i = _first_merged_piece(m)
+    c = m.pieces[i].piece[0]
+    j = next(k for k, p in enumerate(m.pieces) if p.piece == c)
+    p = _edit_model(base["sp_bpe_model"], tmp_path / "orphan.model", lambda m: m.pieces.__delitem__(j))
+    msg = _refused(p, rf"\.piece = .* holds {re.escape(repr(c))}, which is no piece: not supported")
+    assert Z.sp_reference(p, "sp_bpe_model", ["a"])[0] is True
+    assert any(d in msg for d in Z.DIVERGENCES)
+
+
 def test_a_cut_model_file_is_one_line(base, tmp_path):
     p = tmp_path / "cut.model"
     p.write_bytes(base["sp_bpe_model"].read_bytes()[:1001])

@@ -575,7 +575,22 @@ def check_model_proto(m: Any, path: str | os.PathLike) -> FileCheck:
                 "(sentencepiece: there are not 256 byte pieces)")
     if ts.model_type == 2:
         _check_unused_merges(fc, m.pieces, maps[0])
+        _check_orphan_chars(fc, m.pieces)
     return fc
+
+
+def _check_orphan_chars(fc: FileCheck, pieces: Any) -> None:
+    """A BPE model's NORMAL piece holding a character that is no piece itself is refused: sentencepiece merges
+    such a character by its text (its symbol is unknown but keeps its string), this package's merges go by ids and
+    cannot, so the file would load into other ids. sentencepiece's trainer adds every character its merges use as
+    a piece, so a trained model never has one (a piece dropped from a file does)."""
+    known = {p.piece for p in pieces if p.type in (1, 4, 5) and isinstance(p.piece, str)}
+    for i, p in enumerate(pieces):
+        if p.type == 1 and isinstance(p.piece, str) and len(p.piece) > 1:
+            c = next((c for c in p.piece if c not in known), None)
+            if c is not None:
+                fc.fail(f"{at('pieces', i)}.piece", p.piece, f"holds {c!r}, which is no piece: not supported "
+                        "(sentencepiece merges an unknown character by its text, this package's BPE by ids)")
 
 
 def _check_unused_merges(fc: FileCheck, pieces: Any, merged: dict[str, int]) -> None:
