@@ -38,10 +38,13 @@ Each question runs ``--runs`` times (default 3) in one server; within a run the 
 level, so a noisy neighbour hits all of them alike; ratios are taken within a run and the tables give the median
 and the range over runs. Everything lands in ``--out`` (default ``.cache/perf/<question>-<time>/``): perf_analyzer's
 own CSVs, ``<question>.csv`` (all rows), ``<question>.md`` (the tables) and ``<question>.png`` (throughput and
-p50/p99 latency against concurrency). ``--results`` also copies the CSV and PNG to ``benchmarks/perf-<question>.*``
-and puts the tables on top of ``benchmarks/RESULTS.md`` (newest first).
+p50/p99 latency against concurrency, drawn from that CSV alone, its digest in the PNG's ``Source`` chunk).
+``--results`` also copies the CSV and PNG to ``benchmarks/perf-<question>.*`` and puts the tables on top of
+``benchmarks/RESULTS.md`` (newest first). ``--replot`` measures nothing: it redraws the committed
+``benchmarks/perf-<question>.png`` from the committed CSV (tests/docs/test_plots.py checks that they agree).
 
     python benchmarks/perf.py models|modes|tune|llm|all [--runs 3] [--quick] [--results]
+    python benchmarks/perf.py models|modes|tune|llm|all --replot [--machine "<the run's machine line>"]
 """
 
 from __future__ import annotations
@@ -72,6 +75,11 @@ N_TEXTS = 512  # corpus paragraphs in each --input-data file
 QUESTIONS = ("models", "modes", "tune", "llm")
 CSV_FIELDS = ("question", "run", "case", "model", "shm", "mode", "load", "throughput", "p50_ms", "p90_ms",
               "p95_ms", "p99_ms", "server_queue_us", "server_compute_us", "stability_pct", "error")
+TITLES = {"models": "(a) our preprocess / tokenize models vs an HF-tokenizers Python model",
+         "modes": "(b) deployment modes on CPU: ensemble_all vs client-side pre/post + served models",
+         "tune": "(c) preprocess: max_queue_delay_microseconds x instance count",
+         "llm": "(d) llm_preprocess / llm_postprocess vs TensorRT-LLM's preprocessing / postprocessing "
+                "model.py"}
 TUNE_INSTANCES = (1, 2)
 TUNE_DELAYS_US = (0, 100, 1000, 10000)
 # (d) llm: TensorRT-LLM's model.py files (vendored with their licence), the load
@@ -578,16 +586,66 @@ def write_csv(path: Path, points: list[Point]) -> None:
                         "stability_pct": f"{p.stability:g}" if r else "", "error": p.error})
 
 
-def plot(points: list[Point], cases: list[Case], path: Path, title: str,
-         shift: Callable[[Case], float] | None = None) -> None:
-    """Throughput (left) and p50 / p99 latency (right) against concurrency: medians over runs, bars min–max."""
+def csv_digest(path: Path) -> str:
+    """sha256 of a results CSV's text (line ends normalised): the PNG drawn from it carries this in its metadata."""
+    import hashlib
+
+    text = path.read_text(encoding="utf-8").replace("\r\n", "\n")
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def read_points(path: Path) -> tuple[list[Point], list[Case]]:
+    """The points and cases of a CSV written by :func:`write_csv` (the cases in the order the sweep has them)."""
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or tuple(rows[0]) != CSV_FIELDS:
+        raise SystemExit(f"{path}: not a perf.py CSV (columns {list(rows[0]) if rows else []})")
+    from triton_textops.tools.perf import PerfRow
+
+    known = {c.label: i for q in QUESTIONS for i, c in enumerate(cases_for(q))}
+    cases: dict[str, Case] = {}
+    points = []
+    for r in rows:
+        case = cases.setdefault(r["case"], Case(r["case"], r["model"], "", r["shm"]))
+        row = None
+        if r["throughput"]:
+            row = PerfRow(r["mode"], float(r["load"]), float(r["throughput"]),
+                          *(float(r[k]) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms")))
+        points.append(Point(r["question"], int(r["run"]), case, r["mode"], float(r["load"]), row, r["error"],
+                            float(r["stability_pct"]) if r["stability_pct"] else float("nan")))
+    order = sorted(cases.values(), key=lambda c: known.get(c.label, len(known)))
+    return points, order
+
+
+def plot_csv(csv_path: Path, png: Path, title: str) -> None:
+    """Draw ``png`` from ``csv_path`` alone, so a plot always shows the run its CSV (and tables) hold."""
+    points, cases = read_points(csv_path)
+    plot(points, cases, png, title, source=f"{csv_path.name} sha256:{csv_digest(csv_path)}")
+
+
+def plot(points: list[Point], cases: list[Case], path: Path, title: str, source: str = "") -> None:
+    """Save :func:`figure` as ``path``; ``source`` (the CSV and its digest) goes into the PNG's ``Source`` text
+    chunk, which tests/docs checks against the committed CSV."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(points, cases, title)
+    fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Source": source} if source else None)
+    plt.close(fig)
+
+
+def figure(points: list[Point], cases: list[Case], title: str) -> Any:
+    """Throughput (left) and p50 / p99 latency (right) against concurrency: medians over runs, bars min–max.
+
+    The legends sit below the axes, never over a data line."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
-    fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(12, 4.8))
+    n_lines = len(cases) * 2  # the latency panel has a p50 and a p99 line per case
+    ncol = 2
+    fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(12, 4.8 + 0.16 * math.ceil(n_lines / ncol)))
     loads = sorted({p.load for p in points if p.mode == "concurrency"})
     for i, case in enumerate(cases):
         color = f"C{i % 10}"
@@ -596,9 +654,8 @@ def plot(points: list[Point], cases: list[Case], path: Path, title: str,
             ok = [p for p in points if p.case == case and p.mode == "concurrency" and p.load == load and p.ok]
             if not ok:
                 continue
-            add = shift(case) if shift else 0.0
-            for key, vals in (("tput", [p.row.throughput for p in ok]), ("p50", [p.row.p50_ms + add for p in ok]),
-                              ("p99", [p.row.p99_ms + add for p in ok])):
+            for key, vals in (("tput", [p.row.throughput for p in ok]), ("p50", [p.row.p50_ms for p in ok]),
+                              ("p99", [p.row.p99_ms for p in ok])):
                 series[key].append((load, statistics.median(vals), min(vals), max(vals)))
         for ax, key, style, label in ((ax_t, "tput", "-", case.label), (ax_l, "p50", "-", f"{case.label} p50"),
                                       (ax_l, "p99", "--", f"{case.label} p99")):
@@ -616,11 +673,9 @@ def plot(points: list[Point], cases: list[Case], path: Path, title: str,
         ax.set_xlabel("concurrency (requests in flight, 1 text each)")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=ncol, frameon=False)
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
 def report(question: str, points: list[Point], cases: list[Case], inputs: Inputs, setup: str, st: float) -> str:
@@ -730,6 +785,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--results", action="store_true",
                     help="add the tables on top of benchmarks/RESULTS.md, copy CSV + PNG to benchmarks/perf-<question>.*")
     ap.add_argument("--results-file", type=Path, default=HERE / "RESULTS.md")
+    ap.add_argument("--replot", action="store_true",
+                    help="measure nothing: redraw benchmarks/perf-<question>.png from benchmarks/perf-<question>.csv")
+    ap.add_argument("--machine", default=None,
+                    help="with --replot: the machine line of the plot's title (the run's, from its RESULTS section)")
     ap.add_argument("--trtllm-ref", type=Path, default=TRTLLM_REF,
                     help="TensorRT-LLM's model files: <dir>/preprocessing/1/model.py, <dir>/postprocessing/1/model.py "
                     "(default tests/models/trtllm_ref)")
@@ -745,8 +804,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def replot(questions: list[str], machine_line: str | None) -> None:
+    """Redraw each committed ``perf-<question>.png`` from its committed CSV (no server, no perf_analyzer)."""
+    for q in questions:
+        title = TITLES[q] + (f" — {machine_line}" if machine_line else "")
+        plot_csv(HERE / f"perf-{q}.csv", HERE / f"perf-{q}.png", title)
+        print(f"{HERE / f'perf-{q}.png'} from {HERE / f'perf-{q}.csv'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.replot:
+        replot(list(QUESTIONS) if args.question == "all" else [args.question], args.machine)
+        return 0
     t_run = time.monotonic()
     from triton_textops.tools.example import readability as rd
     from triton_textops.tools.perf import find_perf_analyzer
@@ -836,28 +906,12 @@ def main(argv: list[str] | None = None) -> int:
                  f"{args.interval_ms or (6000 if q == 'modes' else 2000)} ms until 3 agree within "
                  f"{args.stability:g}% (at most {args.max_trials}); latencies are perf_analyzer's client-side ones. "
                  f"{args.runs} run(s); the models take turns at each load level within a run.")
-        title = {"models": "(a) our preprocess / tokenize models vs an HF-tokenizers Python model",
-                 "modes": "(b) deployment modes on CPU: ensemble_all vs client-side pre/post + served models",
-                 "tune": "(c) preprocess: max_queue_delay_microseconds x instance count",
-                 "llm": "(d) llm_preprocess / llm_postprocess vs TensorRT-LLM's preprocessing / postprocessing "
-                        "model.py"}[q]
+        title = TITLES[q]
         cmd = f"benchmarks/perf.py {q}" + (" --quick" if args.quick else f" --runs {args.runs}")
         section = f"### {title}: `{cmd}` ({date})\n\n" + report(q, points, cases, inputs, setup, args.stability)
         (out / f"{q}.md").write_text(section + "\n", encoding="utf-8")
         write_csv(out / f"{q}.csv", points)
-        shift = None
-        if q == "modes" and inputs.client_ms:
-            cp50 = float(np.percentile(inputs.client_ms, 50))
-
-            def shift(c: Case, cp50: float = cp50) -> float:
-                return cp50 if c.model == "served_models" else 0.0
-
-            cases = [Case("(A) client pre/post + served models", c.model, c.data) if c.model == "served_models"
-                     else c for c in cases]
-            for p in points:
-                if p.case.model == "served_models":
-                    p.case = cases[1]
-        plot(points, cases, out / f"{q}.png", f"{title} — {machine()}", shift)
+        plot_csv(out / f"{q}.csv", out / f"{q}.png", f"{title} — {machine()}")
         print(section, flush=True)
         step(f"{q}: {out / (q + '.md')}, {out / (q + '.csv')}, {out / (q + '.png')}")
         sections.append(f"{section.rstrip()}\n\n![{q}: throughput and latency vs concurrency](perf-{q}.png)\n")
