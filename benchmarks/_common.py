@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Callable
 
 from triton_textops.bundled import austen_paragraphs
 
@@ -32,3 +33,38 @@ def machine() -> str:
 
 def batches(items: list, size: int) -> list[list]:
     return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+Engine = tuple[Callable[[], object], Callable, Callable]  # (make an instance, encode a batch, encode one text)
+
+
+def time_turns(engines: dict[str, Engine], texts: list[str], repeats: int,
+               warm: bool = False) -> tuple[dict[tuple[str, str], list[float]], dict[str, int]]:
+    """Engines taking turns, ``repeats`` rounds, each batch on a fresh (cold) instance: seconds per call for
+    ``(engine, "32" | "512" | "all")``, seconds per text for ``(engine, "1")`` (the first 200 texts one at a
+    time), and with ``warm`` the whole corpus re-encoded on one instance ``(engine, "warm")``; plus the UTF-8
+    bytes of each batch size. One loop for every peer benchmark, so their columns mean the same."""
+    nbytes = {k: sum(len(t.encode()) for t in v) for k, v in (("32", texts[:32]), ("512", texts[:512]),
+                                                              ("all", texts))}
+    times: dict[tuple[str, str], list[float]] = {}
+    one = texts[: min(200, len(texts))]
+    for _ in range(repeats):
+        for e, (make, enc, enc1) in engines.items():
+            for size in ("32", "512", "all"):
+                inst = make()
+                batch = texts[: int(size)] if size != "all" else texts
+                t0 = time.perf_counter()
+                enc(inst, batch)
+                times.setdefault((e, size), []).append(time.perf_counter() - t0)
+            inst = make()
+            t0 = time.perf_counter()
+            for x in one:
+                enc1(inst, x)
+            times.setdefault((e, "1"), []).append((time.perf_counter() - t0) / len(one))
+            if warm:
+                inst = make()
+                enc(inst, texts)
+                t0 = time.perf_counter()
+                enc(inst, texts)
+                times.setdefault((e, "warm"), []).append(time.perf_counter() - t0)
+    return times, nbytes

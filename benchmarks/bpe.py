@@ -35,7 +35,7 @@ os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS))
 
 import bpe_oracles as O  # noqa: E402
 import bpe_texts as T  # noqa: E402
-from _common import austen, machine  # noqa: E402
+from _common import austen, machine, time_turns  # noqa: E402
 
 from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: E402
 from triton_textops.ops.core import kernels as K  # noqa: E402
@@ -168,29 +168,7 @@ def run(name: str, corpus: str, texts: list[str], repeats: int, warm: bool, only
         got = ids_of(enc(make(), texts[:512]))
         if got != ref:
             print(f"  !! {e} differs from tiktoken on {sum(a != b for a, b in zip(got, ref))} texts: not timed")
-    nbytes = {k: sum(len(t.encode()) for t in v) for k, v in (("32", texts[:32]), ("512", texts[:512]),
-                                                              ("all", texts))}
-    times: dict[tuple[str, str], list[float]] = {}
-    one = texts[: min(200, len(texts))]
-    for _ in range(repeats):
-        for e, (make, enc, enc1) in eng.items():  # engines take turns
-            for size in ("32", "512", "all"):
-                inst = make()
-                batch = texts[: int(size)] if size != "all" else texts
-                t0 = time.perf_counter()
-                enc(inst, batch)
-                times.setdefault((e, size), []).append(time.perf_counter() - t0)
-            inst = make()
-            t0 = time.perf_counter()
-            for x in one:
-                enc1(inst, x)
-            times.setdefault((e, "1"), []).append((time.perf_counter() - t0) / len(one))
-            if warm:
-                inst = make()
-                enc(inst, texts)
-                t0 = time.perf_counter()
-                enc(inst, texts)
-                times.setdefault((e, "warm"), []).append(time.perf_counter() - t0)
+    times, nbytes = time_turns(eng, texts, repeats, warm)
     print(f"\n{name} / {corpus}: {len(texts)} texts, {nbytes['all'] / 1e6:.2f} MB; best of {repeats} [range]")
     cols = ["1", "32", "512", "all"] + (["warm"] if warm else [])
     print(f"  {'engine':14s} " + " ".join(f"{c:>22s}" for c in ["us/text (b=1)", "MB/s b=32", "MB/s b=512",

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,7 +33,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 THREADS = os.cpu_count() or 1
 os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS))
 
-from _common import austen, machine  # noqa: E402
+from _common import austen, machine, time_turns  # noqa: E402
 
 STYLES = {"gemma-bpe": ("bpe", "gemma"), "llama2-bpe": ("bpe", "llama"), "unigram": ("unigram", "spm")}
 
@@ -146,23 +145,7 @@ def run(d: Path, name: str, corpus: str, texts: list[str], repeats: int) -> None
                   "not timed")
             continue
         timed[e] = (make, enc, enc1)
-    nbytes = {k: sum(len(t.encode()) for t in v) for k, v in (("32", texts[:32]), ("512", texts[:512]),
-                                                              ("all", texts))}
-    times: dict[tuple[str, str], list[float]] = {}
-    one = texts[:200]
-    for _ in range(repeats):
-        for e, (make, enc, enc1) in timed.items():  # engines take turns
-            for size in ("32", "512", "all"):
-                inst = make()
-                batch = texts[: int(size)] if size != "all" else texts
-                t0 = time.perf_counter()
-                enc(inst, batch)
-                times.setdefault((e, size), []).append(time.perf_counter() - t0)
-            inst = make()
-            t0 = time.perf_counter()
-            for x in one:
-                enc1(inst, x)
-            times.setdefault((e, "1"), []).append((time.perf_counter() - t0) / len(one))
+    times, nbytes = time_turns(timed, texts, repeats)
     print(f"\n{name} / {corpus}: {len(texts)} texts, {nbytes['all'] / 1e6:.2f} MB; best of {repeats} [range]")
     cols = ["1", "32", "512", "all"]
     print(f"  {'engine':17s} " + " ".join(f"{c:>22s}" for c in ["us/text (b=1)", "MB/s b=32", "MB/s b=512",
