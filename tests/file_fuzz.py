@@ -253,8 +253,12 @@ def reference(path: Path, family: str) -> tuple[bool, Any]:
 
 def verdict(path: Path, family: str) -> str | None:
     """None when the package agrees with the reference on ``path`` (see the module docstring), else what differs."""
-    ok, got = ours(path, family)
-    ref_ok, want = reference(path, family)
+    return compare(path, ours(path, family), reference(path, family), TEXTS)
+
+
+def compare(path: Path, mine: tuple[bool, Any], ref: tuple[bool, Any], texts: list[str]) -> str | None:
+    """The verdict on one file from the package's and the reference's (accepted, ids or error) on ``texts``."""
+    (ok, got), (ref_ok, want) = mine, ref
     if not ok:
         if "\n" in got or str(path) not in got:
             return f"the package's error is not one line naming the file: {got!r}"
@@ -263,9 +267,11 @@ def verdict(path: Path, family: str) -> str | None:
         return f"the package refuses what the reference loads: {got}"
     if not ref_ok:
         return f"the package loads what the reference refuses ({want[:200]})"
+    if ENCODE_FAILS in (got, want) and got != want:
+        return f"one fails to encode the texts: {got if got == ENCODE_FAILS else want}"
     if got != want:
-        bad = next(i for i in range(len(TEXTS)) if got[i] != want[i])
-        return f"ids differ on {TEXTS[bad]!r}: {got[bad][:12]} vs {want[bad][:12]}"
+        bad = next(i for i in range(len(texts)) if got[i] != want[i])
+        return f"ids differ on {texts[bad]!r}: {got[bad][:12]} vs {want[bad][:12]}"
     return None
 
 
@@ -456,22 +462,7 @@ def sp_ours(path: Path, texts: list[str]) -> tuple[bool, Any]:
 
 def sp_verdict(path: Path, family: str) -> str | None:
     """:func:`verdict` for the SentencePiece and Tekken families."""
-    ok, got = sp_ours(path, SP_TEXTS)
-    ref_ok, want = sp_reference(path, family, SP_TEXTS)
-    if not ok:
-        if "\n" in got or str(path) not in got:
-            return f"the package's error is not one line naming the file: {got!r}"
-        if not ref_ok or any(p in got for p in DIVERGENCES):
-            return None
-        return f"the package refuses what the reference loads: {got}"
-    if not ref_ok:
-        return f"the package loads what the reference refuses ({want[:200]})"
-    if ENCODE_FAILS in (got, want) and got != want:
-        return f"one fails to encode the texts: {got if got == ENCODE_FAILS else want}"
-    if got != want:
-        bad = next(i for i in range(len(SP_TEXTS)) if got[i] != want[i])
-        return f"ids differ on {SP_TEXTS[bad]!r}: {got[bad][:12]} vs {want[bad][:12]}"
-    return None
+    return compare(path, sp_ours(path, SP_TEXTS), sp_reference(path, family, SP_TEXTS), SP_TEXTS)
 
 
 def sp_mutants(base: dict[str, Path], root: Path, rng: random.Random, n: int) -> Iterator[tuple[str, str, Path]]:
