@@ -159,16 +159,15 @@ def test_variants_bind_by_name_and_share_the_rest():
     assert gap.py_func.__globals__["encode_piece"] is K._compiled("encode_piece", "cpu")
     assert "nfc_write" not in glb_cl["bpe_text"].py_func.__globals__["normalize"].py_func.__code__.co_names
     ranked = encode_kernels(CL100K, False, True)  # a rank file's: tiktoken's pair rule bound into the merge step
-    assert ranked[1].bind == (("pretoken_end", "pretoken_cl100k"), ("pair_at", "pair_at_span"),
-                              ("pair_near", "span_pair"))
+    assert ranked[1].bind == (("pretoken_end", "pretoken_cl100k"), ("pair_near", "span_pair"))
     piece = ranked[0].py_func.__globals__["bpe_rows_item"].py_func.__globals__["bpe_text"].py_func.__globals__["encode_span"].py_func.__globals__[
         "encode_gap"].py_func.__globals__["encode_piece"].py_func.__globals__["bpe_piece"]
-    assert piece.py_func.__qualname__ == "bpe_piece__pair_at_span__span_pair"
+    assert piece.py_func.__qualname__ == "bpe_piece__span_pair"
     assert piece is not K._compiled("bpe_piece", "cpu")
     # (bpe_piece's merge loop is merge_symbols, bound with it): the short path's call site inlined, the heap's
     # calling the shared copy
     glb = piece.py_func.__globals__["merge_symbols"].py_func.__globals__
-    assert glb["pair_near"].py_func.__name__ == "span_pair" and glb["pair_at"].py_func.__name__ == "pair_at_span"
+    assert glb["pair_near"].py_func.__name__ == "span_pair"  # (the rank file's pair rule at every call site)
 
 
 def test_ir_inlined_device_functions_have_one_cpu_call_site():
@@ -284,7 +283,7 @@ from triton_textops.ops.bpe.tokenizer import BPETokenizer
 tok = BPETokenizer.from_tiktoken(sys.argv[1], encoding="cl100k_base")
 tok.encode(["h\u00e9llo w\u00f6rld 123", "x y"])
 tok.encode_rows(["a b"], max_length=4)
-bind = tok._encode[1].bind  # (the rank file's variant: its merge step compiled with pair_at_span)
+bind = tok._encode[1].bind  # (the rank file's variant: its merge step compiled with span_pair)
 print(json.dumps({name: [str(c.signature.return_type) for c in K._compiled(name, "cpu", *(
                          [K._bind_for(fn, bind)] if K._bind_for(fn, bind) else [])).overloads.values()]
                   for name, fn in K._DEVICE.items() if fn.__module__.startswith("triton_textops.ops.bpe")
@@ -306,6 +305,6 @@ def test_bpe_device_functions_return_no_floats(tmp_path):
                          text=True, timeout=600, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     returns = {name: r for name, r in json.loads(out.stdout.strip().splitlines()[-1]).items() if r}
-    assert {"lookup", "encode_piece", "bpe_piece", "pair_at_span", "cache_get", "scan_cl100k"} <= set(returns)
+    assert {"lookup", "encode_piece", "bpe_piece", "cache_get", "scan_cl100k"} <= set(returns)
     floats = {name: r for name, r in returns.items() if any("float" in t for t in r)}
     assert not floats

@@ -379,11 +379,11 @@ def bpe_rows_item(t, slot, slots, data, offsets, voc, ctab, adds, ntab, cfg, scr
 def encode_kernels(family: int, nfc: bool, ranked: bool = False) -> tuple:
     """The encode kernel pair of a format: one kernel for ragged ids and fixed rows (a second copy of the whole
     encoder would double the compile time), compiled with the family's scanner, NFC when the format has it, and
-    for a rank file (``ranked``) tiktoken's pair rule (:func:`~triton_textops.ops.bpe.merge.pair_at_span`), and
+    for a rank file (``ranked``) tiktoken's pair rule (:func:`~triton_textops.ops.bpe.merge.span_pair`), and
     nothing else (each unused scanner or normalizer compiled in would lengthen a cold load)."""
     if family == REGEX:  # the compiled regex engine's gap encoder (a name the kernel binds: imported for it)
         import triton_textops.ops.bpe.regex.match  # noqa: F401, PLC0415 (it imports this module)
     bind = ((("pretoken_end", SCANNERS[family]),) if family in SCANNERS else ()) \
         + ((("encode_gap", "encode_gap_regex"),) if family == REGEX else ()) \
-        + ((("normalize", "normalize_nfc"),) if nfc else ()) + ((("pair_at", "pair_at_span"), ("pair_near", "span_pair")) if ranked else ())
+        + ((("normalize", "normalize_nfc"),) if nfc else ()) + ((("pair_near", "span_pair"),) if ranked else ())
     return K.kernel(bpe_rows_item, bind, chunked=True)

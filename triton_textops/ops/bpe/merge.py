@@ -4,7 +4,7 @@ A pre-token is looked up whole first (:func:`lookup`): English words are single 
 cost one hash probe. Only what is not emitted whole is merged (:func:`bpe_piece`): repeatedly the adjacent
 pair of lowest rank, leftmost on ties (:func:`pair_at`): HF's ranked merges through a (left id, right id) ->
 (rank, result) table; tiktoken's rule (a pair merges into the token of its bytes, ranked by its id) by looking the
-pair's bytes up in the token table itself (:func:`pair_at_span`, bound into a rank file's kernel). Pieces of
+pair's bytes up in the token table itself (:func:`span_pair`, bound into a rank file's kernel). Pieces of
 up to :data:`SHORT` symbols rescan their rank row in index order (a symbol merged away ranks NO_PAIR); longer ones
 keep an indexed min-heap keyed by (rank, position), so a 1 MB run of one letter is n log n, not quadratic. The
 heap keeps each pair's result beside its rank, so merging the top looks nothing up again. On the CPU, each kernel share
@@ -152,7 +152,7 @@ def pair_of(a, b, voc):
 @K.device(inline=True)
 def pair_at(buf, lo, sym, nxt, base, n, a, b, voc):
     """(rank, result id) of merging the piece's symbol at ``a`` with the next one, at ``b``: by their ids
-    (:func:`pair_of`; HF's ranked merges). A rank file's encode kernel binds this name to :func:`pair_at_span`."""
+    (:func:`pair_of`; HF's ranked merges). A rank file's kernel calls :func:`span_pair` instead, through :func:`pair_near`."""
     return pair_of(sym[base + a], sym[base + b], voc)
 
 
@@ -160,7 +160,7 @@ def pair_at(buf, lo, sym, nxt, base, n, a, b, voc):
 def pair_near(buf, lo, sym, nxt, base, n, a, b, voc):
     """:func:`pair_at` at the merge step's call sites (the scan's one, the heap's two), where a rank file's kernel
     binds it to :func:`span_pair`, inlined (a call passes the vocabulary's arrays field by field: on CJK and
-    identifier pieces the heap ran 15-25% slower through :func:`pair_at_span`, benchmarks/RESULTS.md, issue 45)."""
+    identifier pieces the heap ran 15-25% slower through a non-inlined span lookup, benchmarks/RESULTS.md, issue 45)."""
     return pair_at(buf, lo, sym, nxt, base, n, a, b, voc)
 
 
@@ -175,13 +175,6 @@ def span_pair(buf, lo, sym, nxt, base, n, a, b, voc):
     h, q = piece_hash(buf, lo + a, hi)
     t = lookup(buf, lo + a, hi, h, q, voc, False)
     return (t, t) if t >= 0 else (NO_PAIR, -1)
-
-
-@K.device
-def pair_at_span(buf, lo, sym, nxt, base, n, a, b, voc):
-    """:func:`span_pair` not inlined, what :func:`pair_at` is bound to in a rank file's kernel: the merge step calls
-    :func:`pair_near` (inlined) instead, so only a caller of :func:`pair_at` itself would compile it."""
-    return span_pair(buf, lo, sym, nxt, base, n, a, b, voc)
 
 
 @K.device(inline=True)
@@ -579,7 +572,7 @@ class Vocab:
         byte_ids = np.array([spec.vocab[bytes([b])] for b in range(256)], dtype=np.int32)
         byte_pairs = np.full(1 << 16, -1, dtype=np.int64)
         if spec.merges is None:  # tiktoken's rule: a pair merges into the token of its bytes, ranked by that token's id:
-            # the kernels look the pair's bytes up (pair_at_span), no pair table; the first round from the 2-byte tokens
+            # the kernels look the pair's bytes up (span_pair), no pair table; the first round from the 2-byte tokens
             left = right = rank = result = np.zeros(0, dtype=np.int64)
             two = np.flatnonzero(lengths == 2)
             byte_pairs[(pool[off[two]].astype(np.int64) << 8) | pool[off[two] + 1]] = (two << 32) | two
