@@ -35,6 +35,13 @@ def batches(items: list, size: int) -> list[list]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+def ids_of(result: object) -> list[list[int]]:
+    """A batch result of any engine (ours' Ragged, HF / fastokens encodings, plain lists) as lists of ids."""
+    if hasattr(result, "tolist") and hasattr(result, "offsets"):
+        return result.tolist()
+    return [list(getattr(r, "ids", r)) for r in result]
+
+
 Engine = tuple[Callable[[], object], Callable, Callable]  # (make an instance, encode a batch, encode one text)
 
 

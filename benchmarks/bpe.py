@@ -35,7 +35,7 @@ os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS))
 
 import bpe_oracles as O  # noqa: E402
 import bpe_texts as T  # noqa: E402
-from _common import austen, machine, time_turns  # noqa: E402
+from _common import austen, ids_of, machine, time_turns  # noqa: E402
 
 from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: E402
 from triton_textops.ops.core import kernels as K  # noqa: E402
@@ -153,12 +153,6 @@ def _llama3_engines() -> dict[str, tuple[Callable[[], object], Callable, Callabl
     except ImportError:
         pass
     return out
-
-
-def ids_of(result: object) -> list[list[int]]:
-    if hasattr(result, "tolist") and hasattr(result, "offsets"):
-        return result.tolist()
-    return [list(getattr(r, "ids", r)) for r in result]
 
 
 def run(name: str, corpus: str, texts: list[str], repeats: int, warm: bool, only: list[str] | None = None) -> None:

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 THREADS = os.cpu_count() or 1
 os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS))
 
-from _common import austen, machine, time_turns  # noqa: E402
+from _common import austen, ids_of, machine, time_turns  # noqa: E402
 
 STYLES = {"gemma-bpe": ("bpe", "gemma"), "llama2-bpe": ("bpe", "llama"), "unigram": ("unigram", "spm")}
 
@@ -118,13 +118,6 @@ def engines(d: Path, name: str) -> dict[str, tuple[str, Callable[[], object], Ca
         except ImportError:
             pass
     return out
-
-
-def ids_of(result: object) -> list[list[int]]:
-    """A batch result of any engine as lists of ids."""
-    if hasattr(result, "tolist") and hasattr(result, "offsets"):
-        return result.tolist()
-    return [list(getattr(r, "ids", r)) for r in result]
 
 
 def run(d: Path, name: str, corpus: str, texts: list[str], repeats: int) -> None:
