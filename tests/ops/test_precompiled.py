@@ -11,6 +11,7 @@ import io
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from triton_textops.errors import ConfigError
@@ -89,3 +90,14 @@ def test_bad_charsmaps_fail_at_load() -> None:
     for raw in (None, "", "not base64!", base64.b64encode(b"\x00\x01").decode()):
         with pytest.raises(ConfigError, match="precompiled_charsmap"):
             N.from_json({"type": "Precompiled", "precompiled_charsmap": raw}, _refuse)
+
+
+def test_grapheme_tables_a_kernel_would_index_past_are_refused():
+    """Tables handed in by a caller (the generator does) are checked before a kernel indexes them."""
+    good = N.grapheme_tables()
+    N.check_grapheme_tables(good["idx"].astype(np.int32), good["flags"].astype(np.int32))
+    bad_idx = good["idx"].astype(np.int32).copy()
+    bad_idx[5] = good["flags"].shape[0] >> N.GB_SHIFT  # one block past the flags
+    for idx, flags in ((bad_idx, good["flags"]), (good["idx"][:-1], good["flags"]), (good["idx"], good["flags"][:-1])):
+        with pytest.raises(ValueError, match="grapheme tables"):
+            N.Program([(N.OP_PRECOMP, b"", b"", 0)], b"", [], grapheme={"idx": idx, "flags": flags}).tables()

@@ -85,6 +85,7 @@ class Program:
         if any(op[0] == OP_PRECOMP for op in self.ops):
             g = self.grapheme if self.grapheme is not None else grapheme_tables()
             gidx, gfl = np.ascontiguousarray(g["idx"], dtype=np.int32), np.ascontiguousarray(g["flags"], np.int32)
+            check_grapheme_tables(gidx, gfl)
         else:
             gidx, gfl = np.zeros(N_CP >> GB_SHIFT, dtype=np.int32), np.zeros(1 << GB_SHIFT, dtype=np.int32)
         return (np.array(prog, dtype=np.int64), np.frombuffer(pool or b"\0", dtype=np.uint8).copy(), units, norm,
@@ -92,6 +93,16 @@ class Program:
 
 
 N_CP = 0x110000
+
+
+def check_grapheme_tables(gidx: np.ndarray, gfl: np.ndarray) -> None:
+    """The grapheme tables a kernel indexes checked once (:func:`gb_flags` reads ``gfl[gidx[cp >> 7] << 7 | low]``
+    with no test): one block number per 128 code points, each naming a whole block of ``gfl``."""
+    blocks = gfl.shape[0] >> GB_SHIFT
+    if gidx.shape != (N_CP >> GB_SHIFT,) or gfl.ndim != 1 or gfl.shape[0] != blocks << GB_SHIFT or blocks == 0 \
+            or int(gidx.min()) < 0 or int(gidx.max()) >= blocks:
+        raise ValueError(f"grapheme tables: idx {gidx.shape} must hold {N_CP >> GB_SHIFT} block numbers below "
+                         f"{blocks}, flags {gfl.shape} whole blocks of {1 << GB_SHIFT}")
 
 
 @functools.lru_cache(maxsize=1)
