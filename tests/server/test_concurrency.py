@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from triton_helpers import model_stats, stats_once_counted
 from tritonclient.utils import np_to_triton_dtype
 
 from triton_textops.tools.server import TritonServer
@@ -70,25 +71,19 @@ def run_client(protocol: str, url: str, client_idx: int, start: threading.Barrie
 
 
 def test_concurrent_http_and_grpc_clients(server: TritonServer) -> None:
-    import tritonclient.http as http
-
-    stats_client = http.InferenceServerClient(server.http_url)
-    try:
-        before = stats_client.get_inference_statistics("add_sub")["model_stats"][0]
-        barrier = threading.Barrier(2 * CLIENTS)
-        with ThreadPoolExecutor(max_workers=2 * CLIENTS) as pool:
-            futures = [
-                pool.submit(run_client, protocol, url, i, barrier)
-                for protocol, url in (("http", server.http_url), ("grpc", server.grpc_url))
-                for i in range(CLIENTS)
-            ]
-            problems = [p for f in futures for p in f.result(timeout=300)]
-        after = stats_client.get_inference_statistics("add_sub")["model_stats"][0]
-    finally:
-        stats_client.close()
+    before = model_stats(server.http_url, "add_sub")
+    barrier = threading.Barrier(2 * CLIENTS)
+    with ThreadPoolExecutor(max_workers=2 * CLIENTS) as pool:
+        futures = [
+            pool.submit(run_client, protocol, url, i, barrier)
+            for protocol, url in (("http", server.http_url), ("grpc", server.grpc_url))
+            for i in range(CLIENTS)
+        ]
+        problems = [p for f in futures for p in f.result(timeout=300)]
+    after = stats_once_counted(server.http_url, "add_sub", before, 2 * CLIENTS * REQUESTS)
     assert problems == []
-    served = int(after["inference_count"]) - int(before["inference_count"])
-    executions = int(after["execution_count"]) - int(before["execution_count"])
+    served = after[0] - before[0]
+    executions = after[1] - before[1]
     assert served == 2 * CLIENTS * REQUESTS
     # with dynamic batching, concurrent requests share model executions; the check above proves none got mixed up
     print(f"{served} requests in {executions} model executions")

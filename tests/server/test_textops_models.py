@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from model_dirs import write_textops_models
 from textops_repo import assert_same_outputs, config_dtypes, harness_infer, text_tensor
-from triton_helpers import TIMINGS, Runtime, server_infer, start_server
+from triton_helpers import TIMINGS, Runtime, model_stats, server_infer, start_server, stats_once_counted
 from tritonclient.utils import np_to_triton_dtype
 
 from triton_textops.bundled import austen_paragraphs as austen
@@ -91,14 +91,7 @@ def client_for(server: TritonServer, protocol: str) -> Any:
 
 def stats(server: TritonServer, model: str) -> tuple[int, int]:
     """(inference_count, execution_count) of a model so far."""
-    import tritonclient.http as http
-
-    c = http.InferenceServerClient(server.http_url)
-    try:
-        s = c.get_inference_statistics(model)["model_stats"][0]
-    finally:
-        c.close()
-    return int(s["inference_count"]), int(s["execution_count"])
+    return model_stats(server.http_url, model)
 
 
 def scores(n: int, seed: int) -> dict[str, np.ndarray]:
@@ -212,7 +205,9 @@ def test_merged_requests_equal_harness(textops_server: TritonServer, harnesses: 
     batch = MERGE_CASES[model]
     inf0, exe0 = stats(textops_server, model)
     results = _send_concurrently(textops_server, model, batch)
-    inf1, exe1 = stats(textops_server, model)
+    rows = [next(iter(i.values())).shape[0] for i in batch]
+    good_rows = sum(r for r, (_, err) in zip(rows, results) if err is None)
+    inf1, exe1 = stats_once_counted(textops_server.http_url, model, (inf0, exe0), good_rows)
     m = harnesses[model]
     merged = m.execute([m.make_request(inputs) for inputs in batch])  # the harness: all in one execute
     dtypes = config_dtypes(m.config)
@@ -222,8 +217,6 @@ def test_merged_requests_equal_harness(textops_server: TritonServer, harnesses: 
         assert (resp.error().message() if resp.has_error() else None) == merr
         if err is None:
             assert_same_outputs(real, mock, dtypes)
-    rows = [next(iter(i.values())).shape[0] for i in batch]
-    good_rows = sum(r for r, (_, err) in zip(rows, results) if err is None)
     assert good_rows <= inf1 - inf0 <= sum(rows)  # every good row was served (failed ones may be counted too)
     executions = exe1 - exe0
     print(f"{model}: {len(batch)} concurrent requests in {executions} executions")
@@ -470,9 +463,9 @@ def test_concurrent_preprocess_http_and_grpc(textops_server: TritonServer, expec
                    for protocol in PROTOCOLS for i in range(CLIENTS)]
         problems = [p for f in futures for p in f.result(timeout=600)]
     elapsed = time.monotonic() - t0
-    inf1, exe1 = stats(textops_server, "preprocess")
-    assert problems[:20] == [] and len(problems) == 0
     rows = sum(len(_request_texts(c, k)) for c in range(CLIENTS) for k in range(REQUESTS)) * 2
+    inf1, exe1 = stats_once_counted(textops_server.http_url, "preprocess", (inf0, exe0), rows)
+    assert problems[:20] == [] and len(problems) == 0
     assert inf1 - inf0 == rows
     executions = exe1 - exe0
     requests = 2 * CLIENTS * REQUESTS

@@ -83,3 +83,30 @@ def server_infer(
         return {n: result.as_numpy(n) for n in names}, None
     finally:
         client.close()
+
+
+def model_stats(http_url: str, model: str) -> tuple[int, int]:
+    """(inference_count, execution_count) of a model so far, from the server's statistics endpoint."""
+    import tritonclient.http as http
+
+    c = http.InferenceServerClient(http_url)
+    try:
+        s = c.get_inference_statistics(model)["model_stats"][0]
+    finally:
+        c.close()
+    return int(s["inference_count"]), int(s["execution_count"])
+
+
+def stats_once_counted(http_url: str, model: str, before: tuple[int, int], rows: int,
+                       timeout: float = 30.0) -> tuple[int, int]:
+    """The model's statistics once ``rows`` more inferences than ``before`` are counted (or at ``timeout``).
+
+    Triton counts a request in its statistics after it has sent the response, so statistics read right after
+    the last response can lag it: wait for the count the test expects, with a bound, instead of racing it.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        now = model_stats(http_url, model)
+        if now[0] - before[0] >= rows or time.monotonic() >= deadline:
+            return now
+        time.sleep(0.05)
