@@ -21,8 +21,9 @@ Questions (``python benchmarks/perf.py QUESTION``):
             the blend, in this process) is measured in the same run and added to (A)'s latency.
 ``tune``    (c) ``preprocess`` under a sweep of ``max_queue_delay_microseconds`` and instance count (one model per
             setting), at concurrency 1, 8, 64.
-``llm``     (d) our ``llm_preprocess`` against TensorRT-LLM's own ``preprocessing`` model.py (prompts of ~2 KB:
-            Austen paragraphs joined) and ``llm_postprocess`` against its ``postprocessing`` (256-token sequences),
+``llm``     (d) our ``llm_preprocess`` against TensorRT-LLM's own ``preprocessing`` model.py (prompts of ~2 KB and
+            of ~32 KB, a long-context prompt: Austen paragraphs joined) and ``llm_postprocess`` against its
+            ``postprocessing`` (256-token sequences),
             at concurrency 1 and 64, on a Llama-3-style tokenizer.json (cl100k ranks, ``tests/llm_dirs.py``). The
             reference model.py files are the copies vendored under ``tests/models/trtllm_ref`` (``--trtllm-ref``),
             copied into the temporary repository; they run with the ``transformers`` their requirements pin
@@ -32,7 +33,8 @@ Questions (``python benchmarks/perf.py QUESTION``):
             reference's declares the three multimodal outputs its model.py looks up at load (ours refuses them).
             A third model of each kind, the Python-backend floor (reads QUERY / TOKENS_BATCH, answers fixed
             outputs, no tokenizing / decoding), bounds what any pre- / postprocessing model.py can reach on this
-            server.
+            server; each of ours is also given as a ratio to its floor (throughput, and p99 latency) in the same
+            run, against issue 46's goals (>= 0.9x the floor's throughput, p99 <= 1.2x the floor's).
 
 Each question runs ``--runs`` times (default 3) in one server; within a run the models take turns at every load
 level, so a noisy neighbour hits all of them alike; ratios are taken within a run and the tables give the median
@@ -85,6 +87,9 @@ TUNE_DELAYS_US = (0, 100, 1000, 10000)
 # (d) llm: TensorRT-LLM's model.py files (vendored with their licence), the load
 TRTLLM_REF = ROOT / "tests" / "models" / "trtllm_ref"
 PROMPT_BYTES = 2048  # prompts of ~2 KB
+LONG_PROMPT_BYTES = 32768  # and long-context prompts of ~32 KB
+PROMPT_SIZES = {"llm_pre": PROMPT_BYTES, "llm_pre_32k": LONG_PROMPT_BYTES}  # --input-data key: prompt bytes
+FLOOR_GOAL, FLOOR_P99_GOAL = 0.9, 1.2  # issue 46: ours >= 0.9x the floor's infer/s, p99 <= 1.2x the floor's
 OUTPUT_TOKENS = 256
 LLM_MODELS = ("llm_preprocess", "trtllm_preprocessing", "floor_preprocessing", "llm_postprocess",
               "trtllm_postprocessing", "floor_postprocessing")
@@ -108,9 +113,9 @@ class TritonPythonModel:
 """
 
 
-# the same for preprocessing's config: reads QUERY, answers every output the config declares with fixed arrays (480
-# ids: the benchmark's prompts give 421-489, mean 454, on the Llama-3-style tokenizer), no tokenizing: an upper bound
-# on any preprocessing model.py's rate
+# the same for preprocessing's config: reads QUERY, answers every output the config declares with fixed arrays (2 ids
+# per 9 bytes of the prompt, slices of one array made at load: the ~2 KB prompts give 421-489 ids, mean 454, on the
+# Llama-3-style tokenizer, ~4.5 bytes an id), no tokenizing: an upper bound on any preprocessing model.py's rate
 FLOOR_PREPROCESSING = """import json
 
 import numpy as np
@@ -122,14 +127,17 @@ class TritonPythonModel:
         cfg = json.loads(args["model_config"])
         self.outputs = []
         for o in cfg["output"]:
-            dims = [d if d > 0 else (480 if o["name"] == "INPUT_ID" else 1) for d in o["dims"]]
+            dims = [d if d > 0 else 1 for d in o["dims"]]
             self.outputs.append((o["name"], np.zeros([1] + dims, pb_utils.triton_string_to_numpy(o["data_type"]))))
+        self.ids = np.zeros((1, 1 << 16), np.int32)
 
     def execute(self, requests):
         out = []
         for r in requests:
-            pb_utils.get_input_tensor_by_name(r, "QUERY").as_numpy()
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor(n, a) for n, a in self.outputs]))
+            query = pb_utils.get_input_tensor_by_name(r, "QUERY").as_numpy()
+            ids = self.ids[:, :max(1, len(query.reshape(-1)[0]) * 2 // 9)]
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor(n, ids if n == "INPUT_ID" else a)
+                                                   for n, a in self.outputs]))
         return out
 """
 
@@ -278,30 +286,33 @@ def build_llm_repository(directory: Path, tokenizer: Path, reference: Path, ref_
     return directory
 
 
-def llm_texts(texts: list[str], n: int) -> list[str]:
-    """``n`` prompts of ~PROMPT_BYTES: consecutive paragraphs joined by blank lines, cut at a space."""
+def llm_texts(texts: list[str], n: int, size: int = PROMPT_BYTES) -> list[str]:
+    """``n`` prompts of ~``size`` bytes: consecutive paragraphs joined by blank lines, cut at a space."""
     out, at = [], 0
     while len(out) < n:
-        parts, size = [], 0
-        while size < PROMPT_BYTES:
+        parts, got = [], 0
+        while got < size:
             parts.append(texts[at % len(texts)])
-            size += len(parts[-1].encode()) + 2
+            got += len(parts[-1].encode()) + 2
             at += 1
-        blob = "\n\n".join(parts).encode()[:PROMPT_BYTES]
+        blob = "\n\n".join(parts).encode()[:size]
         out.append(blob[:blob.rfind(b" ")].decode())
     return out
 
 
 def make_llm_inputs(out: Path, texts: list[str], tokenizer: Path) -> dict[str, Path]:
-    """``--input-data`` of (d): a prompt and REQUEST_OUTPUT_LEN per request; 256 tokens of a text per sequence."""
+    """``--input-data`` of (d): a prompt (~2 KB; ~32 KB) and REQUEST_OUTPUT_LEN per request; 256 tokens of a text
+    per sequence."""
     from triton_textops.ops.llm import LLMTokenizer
     from triton_textops.tools.perf import write_input_data
 
     prompts = llm_texts(texts, 64)
     ids = LLMTokenizer(str(tokenizer)).bpe.encode(prompts, add_special_tokens=False).tolist()
+    files = {key: write_input_data(out / f"input-{key}.json", [
+        {"QUERY": [p], "REQUEST_OUTPUT_LEN": np.int32([OUTPUT_TOKENS])} for p in llm_texts(texts, 64, size)])
+        for key, size in PROMPT_SIZES.items()}
     return {
-        "llm_pre": write_input_data(out / "input-llm_pre.json", [
-            {"QUERY": [p], "REQUEST_OUTPUT_LEN": np.int32([OUTPUT_TOKENS])} for p in prompts]),
+        **files,
         "llm_post": write_input_data(out / "input-llm_post.json", [
             {"TOKENS_BATCH": np.int32([i[:OUTPUT_TOKENS]]), "SEQUENCE_LENGTH": np.int32([OUTPUT_TOKENS])}
             for i in ids]),
@@ -322,6 +333,7 @@ def check_llm_equal(server: Any, files: dict[str, Path], ref_env: Path) -> str:
     n = 0
     try:
         for key, ours, ref in (("llm_pre", "llm_preprocess", "trtllm_preprocessing"),
+                               ("llm_pre_32k", "llm_preprocess", "trtllm_preprocessing"),
                                ("llm_post", "llm_postprocess", "trtllm_postprocessing")):
             for entry in json.loads(files[key].read_text(encoding="utf-8"))["data"][:16]:
                 inputs = []
@@ -454,6 +466,9 @@ def cases_for(question: str) -> list[Case]:
         return [Case("llm_preprocess (ours)", "llm_preprocess", "llm_pre"),
                 Case("TensorRT-LLM preprocessing", "trtllm_preprocessing", "llm_pre"),
                 Case("Python floor (no tokenizing)", "floor_preprocessing", "llm_pre"),
+                Case("llm_preprocess (ours), ~32 KB", "llm_preprocess", "llm_pre_32k"),
+                Case("TensorRT-LLM preprocessing, ~32 KB", "trtllm_preprocessing", "llm_pre_32k"),
+                Case("Python floor (no tokenizing), ~32 KB", "floor_preprocessing", "llm_pre_32k"),
                 Case("llm_postprocess (ours)", "llm_postprocess", "llm_post"),
                 Case("TensorRT-LLM postprocessing", "trtllm_postprocessing", "llm_post"),
                 Case("Python floor (no decode)", "floor_postprocessing", "llm_post")]
@@ -477,7 +492,7 @@ def measure(question: str, cases: list[Case], inputs: Inputs, pa: Any, url: str,
             order = group[k % len(group):] + group[:k % len(group)]
             for case in order:
                 p = Point(question, run, case, mode, load)
-                tag = f"{question}-r{run}-{case.model}-{case.shm}-{mode}-{load:g}"
+                tag = f"{question}-r{run}-{case.model}-{case.data}-{case.shm}-{mode}-{load:g}"
                 # windows that never agree within --stability (a busy shared machine): measured once more and
                 # accepted at 100% (3 windows merged whatever their spread), marked in the tables and the CSV
                 for stability in (args.stability, 100.0):
@@ -568,6 +583,68 @@ def table(points: list[Point], cases: list[Case], mode: str, baseline: Case | No
         out += ["", f"†n: in n runs perf_analyzer's windows never agreed within {stability:g}%; measured again "
                 "and accepted at 100% (three windows merged whatever their spread)."]
     return "\n".join(out)
+
+
+def _ratios(points: list[Point], a: Case, b: Case, load: float, runs: list[int],
+            value: Callable[[Any], float]) -> list[float]:
+    """``value(a) / value(b)`` at concurrency ``load`` in each run where both were measured."""
+    out = []
+    for r in runs:
+        pa, pb = _get(points, a, "concurrency", load, r), _get(points, b, "concurrency", load, r)
+        if pa and pb and pa.ok and pb.ok:
+            out.append(value(pa.row) / value(pb.row))
+    return out
+
+
+def llm_table(points: list[Point], cases: list[Case], ref: Case, floor: Case, stability: float) -> str:
+    """(d)'s rows by concurrency then case: infer/s, p50, p99 (median and min–max over runs), and within each run
+    infer/s over TensorRT-LLM's, infer/s over the floor's and p99 over the floor's."""
+    runs = sorted({p.run for p in points})
+    loads = sorted({p.load for p in points if p.mode == "concurrency"})
+    out = [f"| concurrency | model | infer/s | p50 ms | p99 ms | infer/s vs {ref.label} | infer/s vs floor | "
+           "p99 vs floor |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for load in loads:
+        for case in cases:
+            pts = [p for r in runs if (p := _get(points, case, "concurrency", load, r)) is not None]
+            if not pts:
+                continue
+            ok = [p for p in pts if p.ok]
+            errs = [p.error for p in pts if not p.ok]
+            cells = [_stat([p.row.throughput for p in ok]), _stat([p.row.p50_ms for p in ok]),
+                     _stat([p.row.p99_ms for p in ok]),
+                     _stat(_ratios(points, case, ref, load, runs, lambda r: r.throughput), 2, "x"),
+                     _stat(_ratios(points, case, floor, load, runs, lambda r: r.throughput), 2, "x"),
+                     _stat(_ratios(points, case, floor, load, runs, lambda r: r.p99_ms), 2, "x")]
+            note = f" ({len(errs)} of {len(pts)} runs failed: {errs[0]})" if errs else ""
+            loose = sum(1 for p in ok if p.stability > stability)
+            note += f" †{loose}" if loose else ""
+            out.append(f"| {load:g} | {case.label}{note} | " + " | ".join(cells) + " |")
+    if any(p.ok and p.stability > stability for p in points if p.case in cases):
+        out += ["", f"†n: in n runs perf_analyzer's windows never agreed within {stability:g}%; measured again "
+                "and accepted at 100% (three windows merged whatever their spread)."]
+    return "\n".join(out)
+
+
+def _verdict(values: list[float], ok: Callable[[float], bool]) -> str:
+    med = statistics.median(values)
+    return "met" if all(ok(v) for v in values) else "met by the median, not by every run" if ok(med) else "NOT met"
+
+
+def goal_lines(points: list[Point], ours: Case, floor: Case, what: str, runs: int) -> list[str]:
+    """Issue 46's goals per concurrency: ours >= FLOOR_GOAL x the floor's infer/s, p99 <= FLOOR_P99_GOAL x the
+    floor's p99, each run's ratio (met: in every run)."""
+    out = []
+    for load in sorted({p.load for p in points if p.mode == "concurrency"}):
+        tput = _ratios(points, ours, floor, load, list(range(1, runs + 1)), lambda r: r.throughput)
+        p99 = _ratios(points, ours, floor, load, list(range(1, runs + 1)), lambda r: r.p99_ms)
+        if not tput:
+            continue
+        out.append(f"- {what}, concurrency {load:g}: {statistics.median(tput):.2f}x the floor's infer/s (runs "
+                   f"{min(tput):.2f}–{max(tput):.2f}x), goal >= {FLOOR_GOAL:g}x: "
+                   f"{_verdict(tput, lambda v: v >= FLOOR_GOAL)}; p99 {statistics.median(p99):.2f}x the floor's "
+                   f"(runs {min(p99):.2f}–{max(p99):.2f}x), goal <= {FLOOR_P99_GOAL:g}x: "
+                   f"{_verdict(p99, lambda v: v <= FLOOR_P99_GOAL)}")
+    return out
 
 
 def write_csv(path: Path, points: list[Point]) -> None:
@@ -696,35 +773,19 @@ def report(question: str, points: list[Point], cases: list[Case], inputs: Inputs
                       table(points, [c for c in cases if c.model in ("preprocess", "hf_preprocess") and
                                      c.shm == "none"], "request_rate", None, st), ""]
     elif question == "llm":
-        parts.append(f"Cells: median (min–max) over {runs} runs; ratios within each run:")
-        for ours, ref, what in (("llm_preprocess", "trtllm_preprocessing", "preprocessing, ~2 KB prompts"),
-                                ("llm_postprocess", "trtllm_postprocessing", f"postprocessing, {OUTPUT_TOKENS} tokens")):
-            pair = [c for c in cases if c.model in (ours, ref)]
-            base = next(c for c in cases if c.model == ref)
-            floor_of = "floor_preprocessing" if ref == "trtllm_preprocessing" else "floor_postprocessing"
-            shown = pair + [c for c in cases if c.model == floor_of]
-            parts += ["", f"{what}:", "", table(points, shown, "concurrency", base, st), ""]
-            for load, goal in ((1, 1.2), (64, 5.0)):
-                ratios = [a.row.throughput / b.row.throughput for r in range(1, runs + 1)
-                          if (a := _get(points, pair[0], "concurrency", load, r)) and a.ok
-                          and (b := _get(points, base, "concurrency", load, r)) and b.ok]
-                if ratios:
-                    med = statistics.median(ratios)
-                    parts.append(f"- {what}, concurrency {load}: {med:.2f}x TensorRT-LLM's model.py (runs "
-                                 f"{min(ratios):.2f}–{max(ratios):.2f}x); goal >= {goal:g}x: "
-                                 + ("met" if min(ratios) >= goal else "met by the median, not by every run"
-                                    if med >= goal else "NOT met"))
-        for kind, work in (("preprocessing", "tokenizing"), ("postprocessing", "decoding")):
-            floor = [c for c in cases if c.model == f"floor_{kind}"]
-            ref = next(c for c in cases if c.model == f"trtllm_{kind}")
-            for load in (1, 64):
-                ratios = [a.row.throughput / b.row.throughput for r in range(1, runs + 1) for c in floor
-                          if (a := _get(points, c, "concurrency", load, r)) and a.ok
-                          and (b := _get(points, ref, "concurrency", load, r)) and b.ok]
-                if ratios:
-                    parts.append(f"- the Python-backend floor (no {work} at all), concurrency {load}: "
-                                 f"{statistics.median(ratios):.2f}x TensorRT-LLM's {kind} (runs "
-                                 f"{min(ratios):.2f}–{max(ratios):.2f}x): no {kind} model.py can be faster")
+        parts.append(f"Cells: median (min–max) over {runs} runs; ratios within each run (infer/s over the other "
+                     "model's; p99 over the floor's):")
+        for key, kind, what in (("llm_pre", "preprocessing", "preprocessing, ~2 KB prompts"),
+                                ("llm_pre_32k", "preprocessing", "preprocessing, ~32 KB prompts"),
+                                ("llm_post", "postprocessing", f"postprocessing, {OUTPUT_TOKENS} tokens")):
+            ours_model = "llm_preprocess" if kind == "preprocessing" else "llm_postprocess"
+            shown = {m: next((c for c in cases if c.model == m and c.data == key), None)
+                     for m in (ours_model, f"trtllm_{kind}", f"floor_{kind}")}
+            if None in shown.values():
+                continue
+            ours, ref, floor = shown.values()
+            parts += ["", f"{what}:", "", llm_table(points, [ours, ref, floor], ref, floor, st), ""]
+            parts += goal_lines(points, ours, floor, what, runs)
         parts.append("")
     elif question == "modes":
         served = next(c for c in cases if c.model == "served_models")
@@ -896,8 +957,9 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             server.stop()
         date = time.strftime("%Y-%m-%d %H:%M")
-        per_request = {"llm": f"one ~{PROMPT_BYTES // 1024} KB prompt (64 round robin) or one {OUTPUT_TOKENS}-token "
-                              "sequence (64) per request (`-b 1`, `--input-data`)"}.get(
+        per_request = {"llm": f"one ~{PROMPT_BYTES // 1024} KB or ~{LONG_PROMPT_BYTES // 1024} KB prompt (64 round "
+                              f"robin) or one {OUTPUT_TOKENS}-token sequence (64) per request (`-b 1`, "
+                              "`--input-data`)"}.get(
             q, f"one corpus paragraph per request (`-b 1`), {N_TEXTS} paragraphs round robin (`--input-data`)")
         setup = (f"Machine: {machine()}. {pa.version().split(' (')[0]} (tritonclient wheel) against tritonserver "
                  f"2.51.0 (nvidia-pytriton wheel) on the same machine, gRPC on 127.0.0.1; Python backend, KIND_CPU, "
