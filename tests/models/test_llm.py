@@ -291,3 +291,40 @@ def test_one_encode_one_decode_per_execute(gpt2_models, monkeypatch: pytest.Monk
     assert calls == ["encode"]
     assert len(post.execute([post.make_request(r) for r in tokens])) == len(tokens) == 12
     assert calls == ["encode", "decode"]
+
+
+def test_one_text_utf8_check_is_the_kernels(gpt2_models) -> None:
+    """A one-text request (checked by Python's strict decoder, the fast path) is refused exactly where the kernel
+    (a request of two rows) refuses the same bytes: surrogates, overlong forms, beyond U+10FFFF, cut, stray."""
+    from triton_textops.ops.core.utf8 import invalid_utf8_rows
+
+    pre, _ = gpt2_models
+    cases = [b"plain", "caf\u00e9 \u4e2d \U0001f600 \ud7ff\ue000\U0010ffff".encode(), b"\xed\xa0\x80", b"\xed\xbf\xbf",
+             b"\xc0\xaf", b"\xc1\xbf", b"\xe0\x80\xaf", b"\xf0\x80\x80\xaf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80",
+             b"ok \xe2\x82", b"\x80 stray", b"\xff", b"a\xc3\xa9\xc3", b"\xef\xbb\xbfbom", b"\x00nul"]
+    for raw in cases:
+        kernel_bad = invalid_utf8_rows(np.frombuffer(raw, np.uint8), np.array([0, len(raw)])).size > 0
+        one = pre.execute([pre.make_request({"QUERY": np.array([[raw]], dtype=object),
+                                             "REQUEST_OUTPUT_LEN": i32([1])})])[0]
+        two = pre.execute([pre.make_request({"QUERY": np.array([[raw], [b"x"]], dtype=object),
+                                             "REQUEST_OUTPUT_LEN": i32([1, 1])})])[0]
+        assert one.has_error() == two.has_error() == kernel_bad, raw
+        if kernel_bad:
+            assert "'QUERY' row 0: text is not valid UTF-8" in one.error().message(), raw
+
+
+def test_clean_up_skips_only_texts_without_a_pattern() -> None:
+    """clean_up_tokenization (one scan, then transformers' ten replacements in order) equals the ten replacements on
+    texts made of the patterns' own characters, where one replacement makes the next pattern's match."""
+    from triton_textops.ops.llm import CLEAN_UP, clean_up_tokenization
+
+    def reference(text: str) -> str:
+        for a, b in CLEAN_UP:
+            text = text.replace(a, b)
+        return text
+
+    rng = random.Random(7)
+    texts = ["a n ' t", "a  ' s", "x ' 've", "Hello , world ! Isn 't it ?", "no match here", " n", " n'", "n't"]
+    texts += ["".join(rng.choice(" .?!,'ntmsvrea") for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    for t in texts:
+        assert clean_up_tokenization(t) == reference(t), repr(t)

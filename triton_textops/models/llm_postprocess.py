@@ -35,7 +35,8 @@ class TritonPythonModel(LLMModel):
     OUTPUTS = {"output": TensorSpec("OUTPUT", "TYPE_STRING", (-1,))}
 
     def read(self, request: Any) -> Any:
-        tokens, lengths = (io.to_array(io.get_tensor(self.pb, request, self.names[r]), np) for r in self.INPUTS)
+        given = io.input_tensors(request)
+        tokens, lengths = (io.to_array(io.get_tensor(self.pb, given, self.names[r]), np) for r in self.INPUTS)
         rid, cid = request.request_id(), request.correlation_id()  # (what identifies a stream: ops.llm.StreamText)
         return check_sequences(tokens, lengths, self.tokenizer.n_ids, self.names), (rid, cid) if rid or cid else None
 

@@ -45,14 +45,16 @@ class TritonPythonModel(LLMModel):
     }
 
     def read(self, request: Any) -> PreRequest:
+        given = io.input_tensors(request)  # (one pass over the request's inputs for all nine)
+
         def array(role: str) -> Any:
-            t = io.get_tensor(self.pb, request, self.names[role], optional=self.INPUTS[role].optional)
+            t = io.get_tensor(self.pb, given, self.names[role], optional=self.INPUTS[role].optional)
             return None if t is None else io.to_array(t, np)  # (a GPU tensor too: FORCE_CPU_ONLY_INPUT_TENSORS no)
 
-        words = {r: self.read_text_table(request, r) for r in ("bad", "stop", "bias_words")}
+        words = {r: self.read_text_table(given, r) for r in ("bad", "stop", "bias_words")}
         return check_pre_request(PreRequest(
-            self.read_text(request, "query"), array("output_len"),
-            self.read_text(request, "decoder") if array("decoder") is not None else None,
+            self.read_text(given, "query"), array("output_len"),
+            self.read_text(given, "decoder") if self.names["decoder"] in given else None,
             *(Words(w[:2], w[2], w[3]) if w else None for w in words.values()),
             array("bias_weights"), array("end_id"), array("pad_id")), self.names)
 

@@ -41,7 +41,9 @@ Texts = tuple[np.ndarray, np.ndarray]  # host (uint8 bytes, int64 offsets n+1)
 # transformers' clean_up_tokenization, in its order (PreTrainedTokenizerBase.clean_up_tokenization, 4.47)
 CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
             (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
-_CLEAN_UP_ANY = re.compile(r" [.?!,'n]")
+# a text without a match of any pattern is left as it is (a replacement happens only where one matches, so none
+# makes a new one): one scan in place of ten, as most decoded texts have none (" n" alone is the start of a word)
+_CLEAN_UP_ANY = re.compile(r" [.?!,']| n't")
 WARM_UP = "Warm up: caf\u00e9 \u201cna\u00efve\u201d 123 \U0001f600 <|endoftext|>"
 
 
@@ -75,7 +77,7 @@ class PreRequest:
 
 def clean_up_tokenization(text: str) -> str:
     """transformers' ``clean_up_tokenization``: spaces before punctuation and English contractions removed."""
-    if _CLEAN_UP_ANY.search(text) is None:  # every pattern starts with one of these pairs: nothing to replace
+    if _CLEAN_UP_ANY.search(text) is None:  # no pattern occurs: nothing to replace
         return text
     for a, b in CLEAN_UP:
         text = text.replace(a, b)
@@ -289,6 +291,10 @@ class LLMTokenizer:
 
     def encode_groups(self, texts: list[Texts], specials: list[bool]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Host (ids, offsets) of each text group, all groups of one ``add_special_tokens`` value in one encode."""
+        if len(texts) == 1:  # (one request's query: its texts as they are, no grouping)
+            r = self.tok.encode(texts[0], add_special_tokens=specials[0] and self.has_template, **self._encode_kw)
+            off = K.to_host(r.offsets, self.tok.target)
+            return [(K.to_host(r.ids, self.tok.target)[:off[-1]], off)]
         out: list[Any] = [None] * len(texts)
         flags = [s and self.has_template for s in specials]  # without a template the flag changes nothing
         for flag in sorted(set(flags)):
@@ -302,11 +308,13 @@ class LLMTokenizer:
             # every added token is matched in the text, as HF's encode does (tiktoken files: encode(allowed_special="all"))
             r = self.tok.encode((data, offsets), add_special_tokens=flag, **self._encode_kw)
             ids, off = K.to_host(r.ids, self.tok.target), K.to_host(r.offsets, self.tok.target)
+            bounds = off.tolist()  # (Python ints: no NumPy scalar per group)
             start = 0
             for i in idx:
                 n = texts[i][1].shape[0] - 1
-                o = off[start:start + n + 1]
-                out[i] = (ids[o[0]:o[-1]], o - o[0])
+                a, b = bounds[start], bounds[start + n]
+                o = np.array([0, b - a], dtype=off.dtype) if n == 1 else off[start:start + n + 1] - a
+                out[i] = (ids[a:b], o)
                 start += n
         return out
 
@@ -318,19 +326,23 @@ class LLMTokenizer:
         specials: list[bool] = []
         slots: list[dict[str, int]] = []
         for r in requests:
-            slot = {}
-            for key, t, s in (("query", r.query, add_special_tokens), ("decoder", r.decoder, add_special_tokens),
-                              ("bad", r.bad, False), ("stop", r.stop, False), ("bias", r.bias_words, True)):
-                if t is not None and not (key == "bias" and r.bias_weights is None):
-                    slot[key] = len(texts)
-                    texts.append(t.texts if isinstance(t, Words) else t)
-                    specials.append(s)
+            slot = {"query": len(texts)}
+            texts.append(r.query)
+            specials.append(add_special_tokens)
+            if r.decoder is not None or r.bad is not None or r.stop is not None or r.bias_words is not None:
+                for key, t, s in (("decoder", r.decoder, add_special_tokens), ("bad", r.bad, False),
+                                  ("stop", r.stop, False), ("bias", r.bias_words, True)):
+                    if t is not None and not (key == "bias" and r.bias_weights is None):
+                        slot[key] = len(texts)
+                        texts.append(t.texts if isinstance(t, Words) else t)
+                        specials.append(s)
             slots.append(slot)
         enc = self.encode_groups(texts, specials) if texts else []
         out: list[dict[str, Any]] = []
+        bias_dtype = np.dtype(bias_dtype)
         for r, slot in zip(requests, slots):
             n = r.rows
-            res = dict(self._defaults(n, np.dtype(bias_dtype)))  # what a request without the optional inputs gets
+            res = dict(self._defaults(n, bias_dtype))  # what a request without the optional inputs gets
             res["input_id"], res["request_input_len"] = pad_rows(*enc[slot["query"]], self.pad_id)
             res["request_output_len"] = r.output_len
             if r.end_id is not None:
@@ -338,6 +350,9 @@ class LLMTokenizer:
             if r.pad_id is not None:
                 res["out_pad_id"] = pad = np.asarray(r.pad_id, dtype=np.int32)
                 res["decoder_input_id"] = pad.reshape(n, 1)
+            if len(slot) == 1:  # (the query alone: the usual request)
+                out.append(res)
+                continue
             if "decoder" in slot:
                 res["decoder_input_id"], res["request_decoder_input_len"] = pad_rows(*enc[slot["decoder"]], self.pad_id)
             for role, key in (("bad_words_ids", "bad"), ("stop_words_ids", "stop")):
@@ -431,6 +446,8 @@ class LLMTokenizer:
             arr = np.empty(c, dtype=np.object_)
             if streaming:
                 arr[:] = [st.piece(keys[start + r], texts[start + r]) for r in range(c)]
+            elif c == 1:  # (one sequence: no list to copy from)
+                arr[0] = texts[start]
             else:
                 arr[:] = texts[start:start + c]
             out.append(arr)
@@ -566,10 +583,10 @@ class StreamText:
 
 def pad_rows(ids: np.ndarray, offsets: np.ndarray, pad_id: int) -> tuple[np.ndarray, np.ndarray]:
     """Ragged ids as ``[rows, longest]`` int32 right-padded with ``pad_id``, and the lengths ``[rows, 1]``."""
+    if offsets.shape[0] == 2:  # (one row: nothing to pad)
+        return ids.astype(np.int32).reshape(1, -1), np.array([[offsets[1] - offsets[0]]], dtype=np.int32)
     lens = np.diff(offsets)
     n = lens.shape[0]
-    if n == 1:  # (one row: nothing to pad)
-        return ids.astype(np.int32).reshape(1, -1), lens.astype(np.int32).reshape(1, 1)
     width = int(lens.max()) if n else 0
     out = np.full((n, width), pad_id, dtype=np.int32)
     out[np.arange(width)[None, :] < lens[:, None]] = ids
@@ -657,10 +674,17 @@ def check_sequences(tokens: np.ndarray, lengths: np.ndarray, n_ids: int,
     if lengths.dtype.kind not in "iu" or lengths.shape != tokens.shape[:2]:
         raise InputError(f"input '{ln}' must be integer [batch, beams] = {list(tokens.shape[:2])}, got "
                          f"{lengths.dtype} {list(lengths.shape)}")
-    if (lengths < 0).any():
-        b, beam = (int(x) for x in np.argwhere(lengths < 0)[0])
-        raise InputError(f"input '{ln}': [{b}, {beam}] is negative ({int(lengths[b, beam])})")
-    ids, offsets = sequences(tokens, lengths)
+    if lengths.size == 1:  # (one sequence: a streamed delta, a request of one; Python ints, no masks)
+        n = int(lengths.reshape(-1)[0])
+        if n < 0:
+            raise InputError(f"input '{ln}': [0, 0] is negative ({n})")
+        ids = tokens.reshape(-1)[:min(n, tokens.shape[2])].astype(np.int64)
+        offsets = np.array([0, ids.shape[0]], dtype=np.int64)
+    else:
+        if (lengths < 0).any():
+            b, beam = (int(x) for x in np.argwhere(lengths < 0)[0])
+            raise InputError(f"input '{ln}': [{b}, {beam}] is negative ({int(lengths[b, beam])})")
+        ids, offsets = sequences(tokens, lengths)
     if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n_ids):
         k = int(np.flatnonzero((ids < 0) | (ids >= n_ids))[0])
         r = int(np.searchsorted(offsets, k, side="right")) - 1

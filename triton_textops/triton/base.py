@@ -373,6 +373,7 @@ class TextOpsModel:
         outputs = {t["name"]: t for t in cfg.get("output", [])}
         self.outputs = {r: self.names[r] for r in self.OUTPUTS if self.names[r] in outputs}
         self.out_dtypes = {n: pb_utils.triton_string_to_numpy(outputs[n]["data_type"]) for n in self.outputs.values()}
+        self.out_names = frozenset(self.outputs.values())  # what a request that names no outputs gets
         self.batched = cfg.get("max_batch_size", 0) > 0
         self.device = io.device_of(args)
         self.xp = get_xp(self.device)
@@ -443,7 +444,7 @@ class TextOpsModel:
         return groups
 
     def _respond(self, request: Any, out: dict[str, Any]) -> Any:
-        wanted = request.requested_output_names() or set(self.outputs.values())
+        wanted = request.requested_output_names() or self.out_names
         tensors = [
             io.make_output(self.pb, name, out[role], self.out_dtypes[name])
             for role, name in self.outputs.items()
@@ -457,7 +458,8 @@ class TextOpsModel:
     # ------------------------------------------------------------------------ text helpers
 
     def read_text(self, request: Any, role: str = "text") -> tuple[np.ndarray, np.ndarray]:
-        """A request's texts as a host (uint8 buffer, offsets) pair, checked: UTF-8, size limit."""
+        """A request's texts as a host (uint8 buffer, offsets) pair, checked: UTF-8, size limit (``request``: a
+        request or its :func:`~triton_textops.triton.io.input_tensors`)."""
         name = self.names[role]
         rows = io.text_rows(io.get_tensor(self.pb, request, name), name)
         if rows.shape[0] == 0:
@@ -479,8 +481,16 @@ class TextOpsModel:
         return (*self._checked_texts(arr.reshape(-1), name), int(arr.shape[0]), int(arr.shape[1]))
 
     def _checked_texts(self, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-        data, offsets = pack_host(rows)
         limit = self.params["max_text_bytes"]
+        one = rows[0] if rows.shape[0] == 1 else None
+        if type(one) is bytes and len(one) <= limit:  # one text (a request's prompt): Python's strict UTF-8 check
+            if not one.isascii():  # (the kernel's rules: RFC 3629, no surrogates, no overlong forms)
+                try:
+                    one.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise InputError(f"input '{name}' row 0: text is not valid UTF-8") from None
+            return np.frombuffer(one, dtype=np.uint8), np.array([0, len(one)], dtype=np.int64)
+        data, offsets = pack_host(rows)
         if int(offsets[-1]) > limit:  # only then can a row be too long
             sizes = np.diff(offsets)
             if (sizes > limit).any():

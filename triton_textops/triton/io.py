@@ -27,9 +27,17 @@ def device_of(args: dict[str, str]) -> str:
     return "cpu"
 
 
+def input_tensors(request: Any) -> dict[str, Any]:
+    """A request's input tensors by name, in one pass: ``pb_utils.get_input_tensor_by_name`` walks
+    ``request.inputs()`` (a new list of tensor objects from the stub) on every call, so a model reading several
+    inputs, most of them optional and absent (TensorRT-LLM's preprocessing: 9), reads them from this instead."""
+    return {t.name(): t for t in request.inputs()}
+
+
 def get_tensor(pb_utils: Any, request: Any, name: str, *, optional: bool = False) -> Any:
-    """The request's input tensor ``name``; :class:`InputError` when a required one is missing."""
-    t = pb_utils.get_input_tensor_by_name(request, name)
+    """The input tensor ``name`` of a request, or of its :func:`input_tensors`; :class:`InputError` when a required
+    one is missing."""
+    t = request.get(name) if isinstance(request, dict) else pb_utils.get_input_tensor_by_name(request, name)
     if t is None and not optional:
         raise InputError(f"missing input '{name}'")
     return t

@@ -95,10 +95,14 @@ class LLMModel(TextOpsModel):
                               "instance_group to one instance (count: 1, one GPU)")
 
     def model_config_dtype(self, role: str) -> Any:
-        """NumPy dtype of the config tensor playing ``role`` (the spec's type when the config leaves it out)."""
-        name = self.names[role]
-        for t in self.model_config.get("input", []) + self.model_config.get("output", []):
-            if t["name"] == name:
-                return self.pb.triton_string_to_numpy(t["data_type"])
-        spec = {**self.INPUTS, **self.OUTPUTS}[role]
-        return self.pb.triton_string_to_numpy(spec.data_type) if spec.data_type != "TYPE_STRING" else np.object_
+        """NumPy dtype of the config tensor playing ``role`` (the spec's type when the config leaves it out), looked up
+        once (a model asks on every execute)."""
+        known = self.__dict__.setdefault("_config_dtypes", {})
+        if role not in known:
+            name = self.names[role]
+            found = [t for t in self.model_config.get("input", []) + self.model_config.get("output", [])
+                     if t["name"] == name]
+            spec = {**self.INPUTS, **self.OUTPUTS}[role]
+            dtype = found[0]["data_type"] if found else spec.data_type
+            known[role] = self.pb.triton_string_to_numpy(dtype) if dtype != "TYPE_STRING" else np.object_
+        return known[role]
