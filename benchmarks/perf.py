@@ -598,11 +598,12 @@ def _ratios(points: list[Point], a: Case, b: Case, load: float, runs: list[int],
 
 def llm_table(points: list[Point], cases: list[Case], ref: Case, floor: Case, stability: float) -> str:
     """(d)'s rows by concurrency then case: infer/s, p50, p99 (median and min–max over runs), and within each run
-    infer/s over TensorRT-LLM's, infer/s over the floor's and p99 over the floor's."""
+    infer/s over TensorRT-LLM's, infer/s over the floor's, p50 and p99 over the floor's (p50: what a loaded
+    machine's spikes move least)."""
     runs = sorted({p.run for p in points})
     loads = sorted({p.load for p in points if p.mode == "concurrency"})
     out = [f"| concurrency | model | infer/s | p50 ms | p99 ms | infer/s vs {ref.label} | infer/s vs floor | "
-           "p99 vs floor |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
+           "p50 vs floor | p99 vs floor |", "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for load in loads:
         for case in cases:
             pts = [p for r in runs if (p := _get(points, case, "concurrency", load, r)) is not None]
@@ -614,6 +615,7 @@ def llm_table(points: list[Point], cases: list[Case], ref: Case, floor: Case, st
                      _stat([p.row.p99_ms for p in ok]),
                      _stat(_ratios(points, case, ref, load, runs, lambda r: r.throughput), 2, "x"),
                      _stat(_ratios(points, case, floor, load, runs, lambda r: r.throughput), 2, "x"),
+                     _stat(_ratios(points, case, floor, load, runs, lambda r: r.p50_ms), 2, "x"),
                      _stat(_ratios(points, case, floor, load, runs, lambda r: r.p99_ms), 2, "x")]
             note = f" ({len(errs)} of {len(pts)} runs failed: {errs[0]})" if errs else ""
             loose = sum(1 for p in ok if p.stability > stability)
