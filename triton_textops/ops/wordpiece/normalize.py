@@ -33,7 +33,8 @@ from triton_textops.ops.core.xp import get_xp, target_of
 N_CP = 0x110000
 WORD, SPACE, PUNCT = 0, 1, 2  # pre-tokenizer classes of a code point
 AMAP = 0x110000  # the normalization table's ASCII part starts here: normalized byte | class << 8 | A_KEPT, 0: removed
-A_CLASS_SHIFT, A_KEPT = 8, 1 << 10  # (A_KEPT: a NUL kept as it is, clean_text off, is not 0)
+A_CLASS_SHIFT, A_KEPT = 8, 1 << 7  # (A_KEPT: a NUL kept as it is, clean_text off, is not 0; bit 7, free in an
+# ASCII byte, so that the class is the entry >> 8 with no mask: one operation less per byte in the hot loop)
 # the packed per-code-point entry of the table (int32, see Normalizer): output length | class | pool offset + 1 |
 # combining rank (canonical combining class as an order-preserving rank; 0: a starter, or a removed character
 # that ends a combining run; RANK_TRANSPARENT: a removed character that does not) | word character (the sign bit)

@@ -280,10 +280,11 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
     cur = -1  # the word token being read, its characters so far and the FNV-1a hash of its bytes so far
     cur_n = 0
     th = 0
-    # the next added-token event, a raw position: where the next match starts, or (in_sp) where this one ends
+    # the next raw added-token match: its start, index and end (stop, -1, stop: none)
     nxt, sp_next, sp_end = stop, -1, stop
     if n_sp > 0:
         nxt, sp_next, sp_end = next_match(data, i, stop, offs[t], info, sp_first, sp_bytes, sp_off, n_sp)
+    seg_end = nxt  # the segment's end: the next match's start, or (in_sp) the end of the match being read
     sp_idx = -1  # the match's index while its first token is still to come
     in_sp = False  # inside a match
     used = 0  # tokens started that a raw special token does not absorb
@@ -291,182 +292,191 @@ def pretok_text(t, data, offs, info, pool, sp_first, sp_bytes, sp_off, n_sp, out
     run = 0  # the current combining run out[run_lo:o]: its highest rank | UNSORTED (0: no run)
     run_lo = 0
     run_h = 0  # the token's hash before the run
-    while i < stop:
-        if i >= nxt:  # an added token starts or ends here: HF splits the text there (the last token ends)
-            if run != 0:
-                th = settle_run(run, out, run_lo, o, run_h, th, info, tok, k, k_cap, txt, t)
-                if th < 0:
-                    return
-                run = 0
-            if cur >= 0:
-                close_token(tok, cur, o - base, cur_n, th)
-                cur = -1
-            if in_sp:  # the match ends: find the next one
-                in_sp = False
-                nxt, sp_next, sp_end = next_match(data, i, stop, offs[t], info, sp_first, sp_bytes, sp_off, n_sp)
-            if i >= nxt:  # a match starts (maybe right where the last one ended)
-                in_sp = True
-                sp_idx = sp_next
-                nxt = sp_end
-        b = int(data[i])
-        if b < 0x80 and not in_sp:  # ASCII outside an added token: one table entry, no token marks
-            a = int(info[AMAP + b])  # normalized byte | class << 8 | A_KEPT (0: removed)
-            i += 1
-            if a == 0:  # removed before NFD (a control character): combining runs go on across it
-                continue
-            if run != 0:  # an ASCII character is a starter: it ends the combining run
-                th = settle_run(run, out, run_lo, o, run_h, th, info, tok, k, k_cap, txt, t)
-                if th < 0:
-                    return
-                run = 0
-            if (a >> A_CLASS_SHIFT) & 3 == WORD:
-                if cur < 0:  # a word starts here
-                    if used >= limit:
-                        early = True
-                        break
-                    used += 1
-                    if k >= k_cap:  # cannot happen with the measured bounds; never overrun
-                        fail_text(txt, t, SIZE_BOUND)
-                        return
-                    open_token(tok, k, o - base, 0, NOT_SPECIAL)
-                    cur = k
-                    cur_n = 0
-                    th = 0x811C9DC5
-                    k += 1
-                while True:  # the hot loop: this byte and the word's next ASCII bytes
-                    if a != 0:
-                        if o >= o_cap:
-                            fail_text(txt, t, SIZE_BOUND)
-                            return
-                        out[o] = a & 0xFF
-                        th = ((th ^ (a & 0xFF)) * 0x01000193) & 0xFFFFFFFF
-                        o += 1
-                        cur_n += 1
-                    if i >= nxt:
-                        break
-                    b = int(data[i])
-                    if b >= 0x80:
-                        break
-                    a = int(info[AMAP + b])
-                    if (a >> A_CLASS_SHIFT) & 3 != WORD:
-                        break
-                    i += 1
-                continue
-            # a space or a punctuation character: it ends the word; punctuation is a token of its own
-            if o >= o_cap or k >= k_cap:
-                fail_text(txt, t, SIZE_BOUND)
-                return
-            if cur >= 0:
-                close_token(tok, cur, o - base, cur_n, th)
-                cur = -1
-            if (a >> A_CLASS_SHIFT) & 3 == PUNCT:
-                if used >= limit:
-                    early = True
-                    break
-                used += 1
-            ob = a & 0xFF
-            out[o] = ob
-            o += 1
-            if (a >> A_CLASS_SHIFT) & 3 == PUNCT:
-                open_token(tok, k, o - 1 - base, 1, NOT_SPECIAL)
-                close_token(tok, k, o - base, 1, ((0x811C9DC5 ^ ob) * 0x01000193) & 0xFFFFFFFF)
-                k += 1
-            continue
-        mark = NOT_SPECIAL
-        if in_sp:
-            mark = ABSORBED if sp_idx < 0 else sp_idx
-        if b < 0x80:  # ASCII inside a raw special token
-            a = int(info[AMAP + b])
-            i += 1
-            if a == 0:
-                continue
-            ln = 1
-            nb = 1
-            src = -2
-            ob = a & 0xFF
-            cls = (a >> A_CLASS_SHIFT) & 3
-            rank = 0
-        else:
-            cp, ln = utf8_at(data, i, stop)
-            if cp < 0:
-                fail_text(txt, t, BAD_UTF8)
-                return
-            inf = int(info[cp])
-            ob = 0
-            nb = inf & LEN_MASK
-            src = ((inf >> POOL_SHIFT) & POOL_MASK) - 1  # replacement bytes in pool, or -1: kept as it is
-            cls = (inf >> CLASS_SHIFT) & 3
-            rank = (inf >> RANK_SHIFT) & RANK_MASK
-            i += ln
-            if nb == 0:  # removed: some characters end a combining run (rank 0), the others do not
-                if rank == 0 and run != 0:
+    while True:
+        while i < seg_end:  # the characters of one segment: text between matches, or a match (in_sp)
+            b = int(data[i])
+            if b < 0x80 and not in_sp:  # ASCII outside an added token: one table entry, no token marks
+                a = int(info[AMAP + b])  # normalized byte | class << 8 | A_KEPT (0: removed)
+                i += 1
+                if a == 0:  # removed before NFD (a control character): combining runs go on across it
+                    continue
+                if run != 0:  # an ASCII character is a starter: it ends the combining run
                     th = settle_run(run, out, run_lo, o, run_h, th, info, tok, k, k_cap, txt, t)
                     if th < 0:
                         return
                     run = 0
-                continue
-        # the normalized characters of this input character: its own bytes, one ASCII byte, or the pool's
-        p = 0
-        while p < nb:
-            c_len = nb
-            if src == -2:
-                c_len = 1
-            elif src >= 0:
-                c_cp, c_len = utf8_at(pool, src + p, src + nb)
-                c_inf = int(info[c_cp])
-                cls = (c_inf >> CLASS_SHIFT) & 3
-                rank = (c_inf >> RANK_SHIFT) & RANK_MASK
-            if o + c_len > o_cap or k >= k_cap:  # cannot happen with the measured bounds; never overrun
-                fail_text(txt, t, SIZE_BOUND)
-                return
-            if rank == 0 and run != 0:  # a starter ends the combining run
-                th = settle_run(run, out, run_lo, o, run_h, th, info, tok, k, k_cap, txt, t)
-                if th < 0:
+                if a >> A_CLASS_SHIFT == WORD:
+                    if cur < 0:  # a word starts here
+                        if used >= limit:
+                            early = True
+                            break
+                        used += 1
+                        if k >= k_cap:  # cannot happen with the measured bounds; never overrun
+                            fail_text(txt, t, SIZE_BOUND)
+                            return
+                        open_token(tok, k, o - base, 0, NOT_SPECIAL)
+                        cur = k
+                        cur_n = 0
+                        th = 0x811C9DC5
+                        k += 1
+                    # the hot loop: this byte and the word's next ASCII bytes, one output byte (one character)
+                    # each at most, so the scratch is checked once for all of them (never fails: expand >= 1)
+                    if o + 1 + seg_end - i > o_cap:
+                        fail_text(txt, t, SIZE_BOUND)
+                        return
+                    o0 = o
+                    while True:  # (unsigned indices: numba adds no negative-index wrap to each access)
+                        if a != 0:
+                            out[np.uint64(o)] = a & 0x7F
+                            th = ((th ^ (a & 0x7F)) * 0x01000193) & 0xFFFFFFFF
+                            o += 1
+                        if i >= seg_end:
+                            break
+                        b = int(data[np.uint64(i)])
+                        if b >= 0x80:
+                            break
+                        a = int(info[np.uint64(AMAP + b)])
+                        if a >> A_CLASS_SHIFT != WORD:
+                            break
+                        i += 1
+                    cur_n += o - o0
+                    continue
+                # a space or a punctuation character: it ends the word; punctuation is a token of its own
+                if o >= o_cap or k >= k_cap:
+                    fail_text(txt, t, SIZE_BOUND)
                     return
-                run = 0
-            if cls != WORD and cur >= 0:  # a space or a punctuation character ends the word
-                close_token(tok, cur, o - base, cur_n, th)
-                cur = -1
-            if cls == PUNCT or (cls == WORD and cur < 0):  # a token starts here
-                if mark != ABSORBED:
+                if cur >= 0:
+                    close_token(tok, cur, o - base, cur_n, th)
+                    cur = -1
+                if a >> A_CLASS_SHIFT == PUNCT:
                     if used >= limit:
                         early = True
                         break
                     used += 1
-                open_token(tok, k, o - base, 1 if cls == PUNCT else 0, mark)
-                th = 0x811C9DC5
-                if cls != PUNCT:
-                    cur = k
-                    cur_n = 0
-                k += 1
-                if mark >= 0:  # the special token's first token is placed: the rest are absorbed
-                    sp_idx = -1
-                    mark = ABSORBED
-            if rank != 0:  # a combining mark (a word character: checked with the tables)
-                if run == 0:
-                    run_lo = o
-                    run_h = th
-                    run = rank
-                elif rank < run & RANK_MASK:
-                    run |= UNSORTED
-                else:
-                    run = (run & UNSORTED) | rank
-            cur_n += 1
-            for j in range(c_len):
+                ob = a & 0x7F
+                out[o] = ob
+                o += 1
+                if a >> A_CLASS_SHIFT == PUNCT:
+                    open_token(tok, k, o - 1 - base, 1, NOT_SPECIAL)
+                    close_token(tok, k, o - base, 1, ((0x811C9DC5 ^ ob) * 0x01000193) & 0xFFFFFFFF)
+                    k += 1
+                continue
+            mark = NOT_SPECIAL
+            if in_sp:
+                mark = ABSORBED if sp_idx < 0 else sp_idx
+            if b < 0x80:  # ASCII inside a raw special token
+                a = int(info[AMAP + b])
+                i += 1
+                if a == 0:
+                    continue
+                ln = 1
+                nb = 1
+                src = -2
+                ob = a & 0x7F
+                cls = a >> A_CLASS_SHIFT
+                rank = 0
+            else:
+                cp, ln = utf8_at(data, i, stop)
+                if cp < 0:
+                    fail_text(txt, t, BAD_UTF8)
+                    return
+                inf = int(info[cp])
+                ob = 0
+                nb = inf & LEN_MASK
+                src = ((inf >> POOL_SHIFT) & POOL_MASK) - 1  # replacement bytes in pool, or -1: kept as it is
+                cls = (inf >> CLASS_SHIFT) & 3
+                rank = (inf >> RANK_SHIFT) & RANK_MASK
+                i += ln
+                if nb == 0:  # removed: some characters end a combining run (rank 0), the others do not
+                    if rank == 0 and run != 0:
+                        th = settle_run(run, out, run_lo, o, run_h, th, info, tok, k, k_cap, txt, t)
+                        if th < 0:
+                            return
+                        run = 0
+                    continue
+            # the normalized characters of this input character: its own bytes, one ASCII byte, or the pool's
+            p = 0
+            while p < nb:
+                c_len = nb
                 if src == -2:
-                    c = ob
-                elif src < 0:
-                    c = int(data[i - ln + j])
-                else:
-                    c = int(pool[src + p + j])
-                out[o + j] = c
-                th = ((th ^ c) * 0x01000193) & 0xFFFFFFFF
-            if cls == PUNCT:
-                close_token(tok, k - 1, o + c_len - base, 1, th)
-            o += c_len
-            p += c_len
+                    c_len = 1
+                elif src >= 0:
+                    c_cp, c_len = utf8_at(pool, src + p, src + nb)
+                    c_inf = int(info[c_cp])
+                    cls = (c_inf >> CLASS_SHIFT) & 3
+                    rank = (c_inf >> RANK_SHIFT) & RANK_MASK
+                if o + c_len > o_cap or k >= k_cap:  # cannot happen with the measured bounds; never overrun
+                    fail_text(txt, t, SIZE_BOUND)
+                    return
+                if rank == 0 and run != 0:  # a starter ends the combining run
+                    th = settle_run(run, out, run_lo, o, run_h, th, info, tok, k, k_cap, txt, t)
+                    if th < 0:
+                        return
+                    run = 0
+                if cls != WORD and cur >= 0:  # a space or a punctuation character ends the word
+                    close_token(tok, cur, o - base, cur_n, th)
+                    cur = -1
+                if cls == PUNCT or (cls == WORD and cur < 0):  # a token starts here
+                    if mark != ABSORBED:
+                        if used >= limit:
+                            early = True
+                            break
+                        used += 1
+                    open_token(tok, k, o - base, 1 if cls == PUNCT else 0, mark)
+                    th = 0x811C9DC5
+                    if cls != PUNCT:
+                        cur = k
+                        cur_n = 0
+                    k += 1
+                    if mark >= 0:  # the special token's first token is placed: the rest are absorbed
+                        sp_idx = -1
+                        mark = ABSORBED
+                if rank != 0:  # a combining mark (a word character: checked with the tables)
+                    if run == 0:
+                        run_lo = o
+                        run_h = th
+                        run = rank
+                    elif rank < run & RANK_MASK:
+                        run |= UNSORTED
+                    else:
+                        run = (run & UNSORTED) | rank
+                cur_n += 1
+                for j in range(c_len):
+                    if src == -2:
+                        c = ob
+                    elif src < 0:
+                        c = int(data[i - ln + j])
+                    else:
+                        c = int(pool[src + p + j])
+                    out[o + j] = c
+                    th = ((th ^ c) * 0x01000193) & 0xFFFFFFFF
+                if cls == PUNCT:
+                    close_token(tok, k - 1, o + c_len - base, 1, th)
+                o += c_len
+                p += c_len
+            if early:
+                break
         if early:
             break
+        # a segment ends here: an added token starts or ends (HF splits the text there), or the text does
+        if run != 0:
+            th = settle_run(run, out, run_lo, o, run_h, th, info, tok, k, k_cap, txt, t)
+            if th < 0:
+                return
+            run = 0
+        if cur >= 0:
+            close_token(tok, cur, o - base, cur_n, th)
+            cur = -1
+        if i >= stop:
+            break
+        if in_sp:  # the match ends: the text up to the next one follows
+            in_sp = False
+            nxt, sp_next, sp_end = next_match(data, i, stop, offs[t], info, sp_first, sp_bytes, sp_off, n_sp)
+            seg_end = nxt
+        else:  # a match starts (maybe right where the last one ended)
+            in_sp = True
+            sp_idx = sp_next
+            seg_end = sp_end
     if early and not utf8_valid(data, i, stop):  # what the tokens did not need must still be UTF-8
         fail_text(txt, t, BAD_UTF8)
         return

@@ -64,6 +64,7 @@ MAX_ROW_LENGTH = (1 << 31) - 1  # tokens per row (max_length)
 __all__ = ["MAX_INPUT_CHARS_PER_WORD", "WHITE_SPACE", "BertTokenizer", "Encoding", "read_vocab"]
 _UNSET: Any = type("_Unset", (), {"__repr__": lambda self: "<unset>"})()  # encode's former row keywords, not given
 _LEGACY = ("max_length", "stride", "return_overflowing_tokens", "dtype")
+_SIDES = ("left", "right")  # padding_side / truncation_side
 
 
 @functools.lru_cache(maxsize=64, typed=True)  # typed: 8.0 and True are not taken for 8 and 1
@@ -210,6 +211,8 @@ class BertTokenizer(Placed):
         """Whether a batch for this tokenizer runs on the CPU kernels although the tokenizer is on a GPU: fewer
         than ``gpu_min_batch`` texts (:func:`~triton_textops.ops.core.batch.runs_on_cpu`; the cuDF backend never:
         its pieces differ from ours)."""
+        if gpu_min_batch is None and self.target == "cpu":  # (the usual call: nothing to check, no rule to apply)
+            return False
         return super().runs_on_cpu(texts, gpu_min_batch) and self.backend == "native"
 
     # ------------------------------------------------------------------------------------------- loading
@@ -507,9 +510,10 @@ class BertTokenizer(Placed):
         template, ``stride`` pieces overlapping, a row each in HF's order (right truncation: from the start; left:
         from the end). ``max_length=None``: the longest text's length (a counting pass first). ``dtype``: int64
         or int32. Fixed rows with right truncation take one launch and one device-to-host copy (the statuses)."""
-        for name, v in (("padding_side", padding_side), ("truncation_side", truncation_side)):
-            if v not in ("left", "right"):
-                raise InputError(f"{name} must be 'left' or 'right', got {v!r}")
+        if padding_side not in _SIDES or truncation_side not in _SIDES:
+            for name, v in (("padding_side", padding_side), ("truncation_side", truncation_side)):
+                if v not in _SIDES:
+                    raise InputError(f"{name} must be 'left' or 'right', got {v!r}")
         if max_length is None:
             specials = check_bool("add_special_tokens", add_special_tokens)
             r = self._ragged(texts, specials, allowed_special, gpu_min_batch, None)
