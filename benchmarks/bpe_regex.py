@@ -152,7 +152,11 @@ def main() -> None:
             want = ref(texts)
             live = {}
             for e, (make, enc, _) in eng.items():
-                got = ids_of(enc(make(), texts))
+                try:
+                    got = ids_of(enc(make(), texts))
+                except Exception as err:  # noqa: BLE001 - a peer that refuses the file is reported, not timed
+                    print(f"  !! {label} / {cname}: {e} does not load or encode it ({str(err).splitlines()[0][:90]})")
+                    continue
                 bad = sum(a != b for a, b in zip(got, want))
                 if bad:
                     print(f"  !! {label} / {cname}: {e} differs from the reference on {bad} of 512 texts: not timed")

@@ -104,12 +104,17 @@ def test_hypothesis_chains_as_hf(text: str, behaviour: str, invert: bool) -> Non
 
 
 @pytest.mark.parametrize("flavor", ["onig", "fancy"])
-def test_dfa_equals_the_vm_alone(flavor: str) -> None:
+def test_dfa_equals_the_vm_alone(flavor: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The anchored DFA (regex/dfa.py, with the VM where it hands over) gives the VM's pieces: each construct
-    (lookarounds, word boundaries, anchors: those with a DFA and those without), DeepSeek's chain, on hard texts."""
+    (lookarounds, word boundaries, anchors: those with a DFA and those without), DeepSeek's chain, on hard texts;
+    so does the DFA alone, each position tried in turn (the encode kernel's variant without the VM), wherever the
+    DFA is complete."""
+    import triton_textops.ops.bpe.regex as R  # noqa: PLC0415
+
     chains = [[(p, "Isolated", False)] for p in CONSTRUCTS] + [[(p, "Isolated", False) for p in DEEPSEEK]]
     texts = O.BPE_ADVERSARIAL + MULTILINGUAL + O.random_texts(11, 60) + AUSTEN[:20] + SAMPLED_CODE_POINTS[:4]
-    with_dfa = 0
+    dfa_alone = K.kernel(R.match.rx_pieces_item, (("rx_find", "rx_find_dfa"),))
+    with_dfa = complete = 0
     for levels in chains:
         fast = RegexSplitter(levels, flavor)
         vm = RegexSplitter(levels, flavor)
@@ -117,6 +122,13 @@ def test_dfa_equals_the_vm_alone(flavor: str) -> None:
         with_dfa += fast.dfa.trans.shape[0] > 0
         got, want = fast.pre_tokenize(texts), vm.pre_tokenize(texts)
         assert [(t[:30], g[:5], w[:5]) for t, g, w in zip(texts, got, want) if g != w][:2] == [], levels
+        if fast.dfa_only:
+            complete += 1
+            with monkeypatch.context() as m:
+                m.setattr(R, "PIECES", dfa_alone)
+                got = fast.pre_tokenize(texts)
+            assert [(t[:30], g[:5], w[:5]) for t, g, w in zip(texts, got, want) if g != w][:2] == [], levels
+    assert complete >= len(chains) // 2
     assert with_dfa == len(chains) - (flavor == "onig")  # (all but Oniguruma's ^...$: line anchors have no DFA)
 
 

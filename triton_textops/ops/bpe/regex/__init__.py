@@ -40,12 +40,13 @@ class RegexSplitter:
         self.level_table = np.array([[e, BEHAVIOURS[b], int(bool(inv))]
                                      for e, (_, b, inv) in zip(self.program.entries, levels)], dtype=np.int32)
         self.dfa: Dfa = build_dfa(self.program)
+        self.dfa_only = self.dfa.complete  # (the encode kernel's variant without the VM)
         self.columns = vm_columns(self.program.insts.shape[0])
 
     def tables(self) -> tuple[np.ndarray, ...]:
         """The arrays the kernels read after the scanners' class tables (:data:`~.match.CT_INSTS` ...)."""
         p, d = self.program, self.dfa
-        return p.insts, p.looks, p.blk, p.cmask, self.level_table, p.asserts, d.trans, d.accept, d.start, d.ccls
+        return p.insts, p.looks, p.blk, p.cmask, self.level_table, p.asserts, d.trans, d.accept, d.start, d.ccls, d.lead
 
     def piece_arrays(self, texts: list[str] | list[bytes], target: str = "cpu", xp: Any = np) -> tuple[np.ndarray, ...]:
         """(starts, ends, per-text counts) of the texts' pieces, byte offsets within each text, int64 host arrays

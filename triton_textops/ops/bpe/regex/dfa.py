@@ -39,6 +39,7 @@ from triton_textops.ops.bpe.regex.compile import (
 )
 
 MAX_STATES = 4096
+MAX_FAIL = 32  # characters a failing anchored attempt may read for the DFA alone to be used (:func:`complete`)
 MAX_CELLS = 1 << 20  # states x classes x (classes + 2), int32: 4 MB
 DEAD = 0  # state 0: no thread left
 
@@ -49,12 +50,55 @@ class Dfa:
     followed by one of class ``c2`` (``width - 1``: the piece's end); ``accept`` (states,) int32; ``start``
     (entries, width, width) int32: an entry's state at a position by the classes before it (``width - 2``: the
     piece's start) and at it; ``ccls`` the class of each code point, in :class:`~.compile.Program`'s block layout
-    (``ccls[blk[cp >> 8] * 256 + (cp & 255)]``) int32. ``trans`` has no rows when the program has no DFA."""
+    (``ccls[blk[cp >> 8] * 256 + (cp & 255)]``) int32. ``trans`` has no rows when the program has no DFA.
+    ``complete``: the kernels may use the DFA alone, trying each position in turn (:func:`complete`). ``lead``
+    (entries, classes) int32: 1 where a match of the entry's pattern may start with a character of the class (0:
+    the kernels skip the position without running the DFA)."""
 
     trans: np.ndarray
     accept: np.ndarray
     start: np.ndarray
     ccls: np.ndarray
+    complete: bool = False
+    lead: np.ndarray | None = None
+
+
+def complete(trans: np.ndarray, accept: np.ndarray, start: np.ndarray) -> bool:
+    """Whether an anchored attempt that finds no match reads at most :data:`MAX_FAIL` characters: the states an
+    attempt can reach before any accepting one (from a start, not through an accepting state) form no cycle
+    and no path longer than that. Then trying each position in turn with the DFA alone is linear in the text,
+    and the kernels need no VM (every scanner pattern, Tekken's, DeepSeek's: their failing attempts read one or
+    two characters); a pattern like ``\\d+x`` (a failing attempt as long as the run of digits) keeps the VM."""
+    if trans.shape[0] == 0:
+        return False
+    roots = [int(x) for x in np.unique(start) if x != DEAD]
+    depth: dict[int, int] = {}  # longest path (characters) from a state through non-accepting ones
+    on_path: set[int] = set()
+
+    def longest(st: int) -> int:
+        if st in depth:
+            return depth[st]
+        if st in on_path:
+            raise OverflowError  # (a cycle)
+        on_path.add(st)
+        best = 0
+        for x in np.unique(trans[st]):
+            x = int(x)
+            if x != DEAD and accept[x] == 0:
+                best = max(best, 1 + longest(x))
+                if best > MAX_FAIL:
+                    raise OverflowError
+        on_path.discard(st)
+        depth[st] = best
+        return best
+
+    try:
+        for r in roots:
+            if accept[r] == 0:
+                longest(r)
+    except (OverflowError, RecursionError):
+        return False
+    return True
 
 
 def _simple_asserts(prog: Program, cmask: np.ndarray) -> np.ndarray | None:
@@ -89,7 +133,20 @@ def _simple_asserts(prog: Program, cmask: np.ndarray) -> np.ndarray | None:
 
 
 def _none(entries: int, ccls: np.ndarray) -> Dfa:
-    return Dfa(np.zeros((0, 1), np.int32), np.zeros(1, np.int32), np.zeros((max(entries, 1), 1, 1), np.int32), ccls)
+    return Dfa(np.zeros((0, 1), np.int32), np.zeros(1, np.int32), np.zeros((max(entries, 1), 1, 1), np.int32), ccls,
+               False, np.ones((max(entries, 1), int(ccls.max(initial=0)) + 1), np.int32))
+
+
+def leads(trans: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """(entries, classes): whether a start state (any class before) steps over a character of the class to a
+    live state (followed by any class): else no match starts with such a character."""
+    width = start.shape[1]
+    n_cls = trans.shape[1] // width
+    out = np.zeros((start.shape[0], n_cls), np.int32)
+    for c in range(n_cls):
+        live = trans[start[:, :, c], c * width:(c + 1) * width] != DEAD  # (entries, before, after)
+        out[:, c] = live.any(axis=(1, 2))
+    return out
 
 
 def build_dfa(prog: Program) -> Dfa:
@@ -189,4 +246,5 @@ def build_dfa(prog: Program) -> Dfa:
         rows.append(row)
         done += 1
     accept = np.array([1 if t and insts[t[-1]][0] == OP_MATCH else 0 for t in states], np.int32)
-    return Dfa(np.array(rows, np.int32), accept, start, ccls)
+    trans = np.array(rows, np.int32)
+    return Dfa(trans, accept, start, ccls, complete(trans, accept, start), leads(trans, start))

@@ -44,8 +44,9 @@ from triton_textops.ops.bpe.regex.compile import (
 from triton_textops.ops.core import kernels as K
 
 CT_INSTS, CT_LOOKS, CT_BLK, CT_CMASK, CT_LEVELS, CT_ASSERTS = range(3, 9)
-# the anchored DFA (:mod:`.dfa`): transitions, accepting states, start states, class per code point
-CT_DTRANS, CT_DACCEPT, CT_DSTART, CT_DCLS = range(9, 13)
+# the anchored DFA (:mod:`.dfa`): transitions, accepting states, start states, class per code point, the classes
+# a match may start with
+CT_DTRANS, CT_DACCEPT, CT_DSTART, CT_DCLS, CT_DLEAD = range(9, 14)
 MAX_LEVELS = 8  # Split levels of a pre-tokenizer chain
 # a level's fields (row f % 6, column 2 * level + f // 6 of the state columns), positions relative to the gap
 F_LO, F_HI, F_CUR, F_MS, F_ME, F_PA, F_PB, F_PM, F_HAS, F_PREVM = range(10)
@@ -285,22 +286,52 @@ def rx_dfa(buf, lo, hi, s, row, ctab):
 
 
 @K.device(inline=True)
+def rx_lead(buf, s, hi, k, ctab):
+    """The first position from ``s`` (``hi`` if none) whose character may start a match of level ``k``: the
+    characters no match starts with skipped one table lookup each (DeepSeek's ``\\p{N}{1,3}`` level over a
+    text of letters)."""
+    lead = ctab[CT_DLEAD]
+    while s < hi:
+        c, n = rx_class(buf, s, hi, ctab)
+        if lead[k, c] != 0:
+            return s
+        s += n
+    return hi
+
+
+@K.device(inline=True)
 def rx_find(buf, lo, hi, frm, k, ctab, work, col, stamp):
     """:func:`rx_search` of level ``k``'s pattern, by its DFA where there is one: a match at ``frm``, or at the
-    first later position whose character does not kill the DFA's threads at once, else the VM from there."""
+    first later position whose character does not kill the DFA's threads at once, else the VM from there (the
+    positions no match can start at skipped: :func:`rx_lead`)."""
     if ctab[CT_DTRANS].shape[0] > 0:
-        s = frm
+        s = rx_lead(buf, frm, hi, k, ctab)
         while s < hi:
             e, skip = rx_dfa(buf, lo, hi, s, k, ctab)
             if e >= 0:
                 return s, e, stamp
             if not skip:
                 break
-            s += cp_at(buf, s, hi)[1]
+            s = rx_lead(buf, s + cp_at(buf, s, hi)[1], hi, k, ctab)
         if s >= hi:
             return -1, -1, stamp
         frm = s
     return rx_search(buf, lo, hi, frm, ctab[CT_LEVELS][k, 0], ctab, work, col, stamp)
+
+
+@K.device(inline=True)
+def rx_find_dfa(buf, lo, hi, frm, k, ctab, work, col, stamp):
+    """:func:`rx_find` of a program whose DFA is complete (:func:`~.dfa.complete`: a failing anchored attempt
+    reads a bounded number of characters), which the encode kernel's variant for it binds instead: the DFA
+    tried at each position in turn, in linear time; the kernel then holds no VM (the VM's thread lists took
+    the regex variant over the register budget, tests/ptx)."""
+    s = rx_lead(buf, frm, hi, k, ctab)
+    while s < hi:
+        e, skip = rx_dfa(buf, lo, hi, s, k, ctab)
+        if e >= 0:
+            return s, e, stamp
+        s = rx_lead(buf, s + cp_at(buf, s, hi)[1], hi, k, ctab)
+    return -1, -1, stamp
 
 
 @K.device(inline=True)
