@@ -17,6 +17,7 @@ from triton_textops.errors import ConfigError
 from triton_textops.ops.bpe import formats as F
 from triton_textops.ops.bpe.pretok import SCANNERS, class_tables, pretoken_end
 from triton_textops.ops.bpe.regex import BYTE_LEVEL_PATTERN, RegexSplitter
+from triton_textops.ops.bpe.regex.dfa import _none as no_dfa
 from triton_textops.ops.bpe.tokenizer import BPETokenizer
 from triton_textops.ops.core import kernels as K
 
@@ -100,6 +101,44 @@ def test_mixed_chain_pieces_as_hf() -> None:
 def test_hypothesis_chains_as_hf(text: str, behaviour: str, invert: bool) -> None:
     levels = [(DEEPSEEK[0], behaviour, invert), (DEEPSEEK[2], "Isolated", False)]
     assert RegexSplitter(levels, "onig").pre_tokenize([text])[0] == hf_pieces(levels, text)
+
+
+@pytest.mark.parametrize("flavor", ["onig", "fancy"])
+def test_dfa_equals_the_vm_alone(flavor: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The anchored DFA (regex/dfa.py, with the VM where it hands over) gives the VM's pieces: each construct
+    (lookarounds, word boundaries, anchors: those with a DFA and those without), DeepSeek's chain, on hard texts;
+    so does the DFA alone, each position tried in turn (the encode kernel's variant without the VM), wherever the
+    DFA is complete."""
+    import triton_textops.ops.bpe.regex as R  # noqa: PLC0415
+
+    chains = [[(p, "Isolated", False)] for p in CONSTRUCTS] + [[(p, "Isolated", False) for p in DEEPSEEK]]
+    texts = O.BPE_ADVERSARIAL + MULTILINGUAL + O.random_texts(11, 60) + AUSTEN[:20] + SAMPLED_CODE_POINTS[:4]
+    dfa_alone = K.kernel(R.match.rx_pieces_item, (("rx_find", "rx_find_dfa"),))
+    with_dfa = complete = 0
+    for levels in chains:
+        fast = RegexSplitter(levels, flavor)
+        vm = RegexSplitter(levels, flavor)
+        vm.dfa = no_dfa(len(levels), vm.dfa.ccls)
+        with_dfa += fast.dfa.trans.shape[0] > 0
+        got, want = fast.pre_tokenize(texts), vm.pre_tokenize(texts)
+        assert [(t[:30], g[:5], w[:5]) for t, g, w in zip(texts, got, want) if g != w][:2] == [], levels
+        if fast.dfa_only:
+            complete += 1
+            with monkeypatch.context() as m:
+                m.setattr(R, "PIECES", dfa_alone)
+                got = fast.pre_tokenize(texts)
+            assert [(t[:30], g[:5], w[:5]) for t, g, w in zip(texts, got, want) if g != w][:2] == [], levels
+    assert complete >= len(chains) // 2
+    assert with_dfa == len(chains) - (flavor == "onig")  # (all but Oniguruma's ^...$: line anchors have no DFA)
+
+
+def test_dfa_built_for_the_real_patterns() -> None:
+    """The files that need the compiled path get its fast path (a DFA), not the VM alone."""
+    for levels, flavor in (([(p, "Isolated", False) for p in DEEPSEEK], "onig"), ([(F._O200K, "Removed", True)], "onig"),
+                           ([(O.TIKTOKEN_PATTERNS["cl100k_base"], "Isolated", False)], "fancy"),
+                           ([(BYTE_LEVEL_PATTERN, "Isolated", False)], "onig")):
+        assert RegexSplitter(levels, flavor).dfa.trans.shape[0] > 0, levels
+    assert RegexSplitter([(r"^\s*\p{L}+|\p{P}$", "Isolated", False)], "onig").dfa.trans.shape[0] == 0
 
 
 # --------------------------------------------------------------------------- the program vs the scanners

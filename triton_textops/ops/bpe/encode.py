@@ -376,14 +376,17 @@ def bpe_rows_item(t, slot, slots, data, offsets, voc, ctab, adds, ntab, cfg, scr
         write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
 
 
-def encode_kernels(family: int, nfc: bool, ranked: bool = False) -> tuple:
+def encode_kernels(family: int, nfc: bool, ranked: bool = False, dfa_only: bool = False) -> tuple:
     """The encode kernel pair of a format: one kernel for ragged ids and fixed rows (a second copy of the whole
     encoder would double the compile time), compiled with the family's scanner, NFC when the format has it, and
     for a rank file (``ranked``) tiktoken's pair rule (:func:`~triton_textops.ops.bpe.merge.span_pair`), and
-    nothing else (each unused scanner or normalizer compiled in would lengthen a cold load)."""
+    nothing else (each unused scanner or normalizer compiled in would lengthen a cold load). A regex
+    pre-tokenizer whose DFA is complete (``dfa_only``, :func:`~triton_textops.ops.bpe.regex.dfa.complete`) gets
+    the variant without the Pike VM."""
     if family == REGEX:  # the compiled regex engine's gap encoder (a name the kernel binds: imported for it)
         import triton_textops.ops.bpe.regex.match  # noqa: F401, PLC0415 (it imports this module)
     bind = ((("pretoken_end", SCANNERS[family]),) if family in SCANNERS else ()) \
         + ((("encode_gap", "encode_gap_regex"),) if family == REGEX else ()) \
+        + ((("rx_find", "rx_find_dfa"),) if family == REGEX and dfa_only else ()) \
         + ((("normalize", "normalize_nfc"),) if nfc else ()) + ((("pair_near", "span_pair"),) if ranked else ())
     return K.kernel(bpe_rows_item, bind, chunked=True)

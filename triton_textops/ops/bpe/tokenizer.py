@@ -111,8 +111,9 @@ class BPETokenizer(Placed):
         # of each piece after a space (pieces are disjoint: <= the normalized bytes + one space per input byte)
         self.mult = NFC_EXPAND if spec.nfc else 1
         self.mult += (NFC_EXPAND if spec.nfc else 1) + 1 if spec.add_prefix_space else 0
-        self._encode = encode_kernels(spec.family, spec.nfc, spec.merges is None)
         self.splitter = RegexSplitter(spec.splits, spec.flavor) if spec.family == F.REGEX else None
+        self._encode = encode_kernels(spec.family, spec.nfc, spec.merges is None,
+                                      self.splitter is not None and self.splitter.dfa_only)
         self._rx_extra = self.splitter.columns if self.splitter else 0  # its state: merge work columns per text
         self._limits = (spec.truncation, spec.padding) if spec.truncation or spec.padding else None
         self._cfg_host = np.array([int(spec.add_prefix_space), self.mult,

@@ -111,12 +111,17 @@ def _reach(name: str) -> frozenset[str]:
 
 
 def _bind_for(fn: Callable, bind: Bind) -> Bind:
-    """The part of ``bind`` that changes what ``fn`` calls (none: every variant shares one compiled ``fn``)."""
+    """The part of ``bind`` that changes what ``fn`` calls (none: every variant shares one compiled ``fn``),
+    through the functions bound in as well (a binding inside one that another binding brings in)."""
     calls = set()
     for name in fn.__code__.co_names:
         if name in _DEVICE:
             calls |= _reach(name)
-    return tuple((a, b) for a, b in bind if a in calls)
+    while True:
+        more = set().union(*(_reach(b) for a, b in bind if a in calls)) - calls
+        if not more:
+            return tuple((a, b) for a, b in bind if a in calls)
+        calls |= more
 
 
 def _clone(fn: Callable, target: str, bind: Bind = ()) -> Callable:

@@ -13,6 +13,7 @@ import numpy as np
 
 from triton_textops.errors import ConfigError
 from triton_textops.ops.bpe.regex.compile import BEHAVIOURS, Program, compile_patterns
+from triton_textops.ops.bpe.regex.dfa import Dfa, build_dfa
 from triton_textops.ops.bpe.regex.match import MAX_LEVELS, PIECES, vm_columns
 from triton_textops.ops.core import kernels as K
 
@@ -38,12 +39,14 @@ class RegexSplitter:
         self.program: Program = compile_patterns([p for p, _, _ in levels], flavor)
         self.level_table = np.array([[e, BEHAVIOURS[b], int(bool(inv))]
                                      for e, (_, b, inv) in zip(self.program.entries, levels)], dtype=np.int32)
+        self.dfa: Dfa = build_dfa(self.program)
+        self.dfa_only = self.dfa.complete  # (the encode kernel's variant without the VM)
         self.columns = vm_columns(self.program.insts.shape[0])
 
     def tables(self) -> tuple[np.ndarray, ...]:
         """The arrays the kernels read after the scanners' class tables (:data:`~.match.CT_INSTS` ...)."""
-        p = self.program
-        return p.insts, p.looks, p.blk, p.cmask, self.level_table, p.asserts
+        p, d = self.program, self.dfa
+        return p.insts, p.looks, p.blk, p.cmask, self.level_table, p.asserts, d.trans, d.accept, d.start, d.ccls, d.lead
 
     def piece_arrays(self, texts: list[str] | list[bytes], target: str = "cpu", xp: Any = np) -> tuple[np.ndarray, ...]:
         """(starts, ends, per-text counts) of the texts' pieces, byte offsets within each text, int64 host arrays

@@ -44,6 +44,9 @@ from triton_textops.ops.bpe.regex.compile import (
 from triton_textops.ops.core import kernels as K
 
 CT_INSTS, CT_LOOKS, CT_BLK, CT_CMASK, CT_LEVELS, CT_ASSERTS = range(3, 9)
+# the anchored DFA (:mod:`.dfa`): transitions, accepting states, start states, class per code point, the classes
+# a match may start with
+CT_DTRANS, CT_DACCEPT, CT_DSTART, CT_DCLS, CT_DLEAD = range(9, 14)
 MAX_LEVELS = 8  # Split levels of a pre-tokenizer chain
 # a level's fields (row f % 6, column 2 * level + f // 6 of the state columns), positions relative to the gap
 F_LO, F_HI, F_CUR, F_MS, F_ME, F_PA, F_PB, F_PM, F_HAS, F_PREVM = range(10)
@@ -79,7 +82,7 @@ def rx_has_bit(mask, k):
     return ((mask >> np.int64(k)) & np.int64(1)) != 0
 
 
-@K.device
+@K.device(inline=True)
 def rx_assert_mask(buf, lo, hi, p, before, after, an, ctab):
     """Bit ``j`` set when the program's assertion ``j`` (row ``j + 1`` of :data:`CT_ASSERTS`) holds at ``p`` of
     the piece ``buf[lo:hi]``; ``before`` / ``after`` are the set masks of the characters before and at ``p`` (0 at
@@ -238,6 +241,100 @@ def rx_search(buf, lo, hi, frm, entry, ctab, work, col, stamp):
 
 
 @K.device(inline=True)
+def rx_class(buf, p, hi, ctab):
+    """(DFA class, byte length) of the character at ``buf[p]`` (``p < hi``)."""
+    cp, n = cp_at(buf, p, hi)
+    return ctab[CT_DCLS][np.int64(ctab[CT_BLK][cp >> 8]) * 256 + (cp & 255)], n
+
+
+@K.device(inline=True)
+def rx_dfa(buf, lo, hi, s, row, ctab):
+    """The anchored DFA (:mod:`.dfa`) of entry ``row`` at ``s`` of the piece ``buf[lo:hi]`` (``s < hi``): (end of
+    the leftmost-first match that starts at ``s`` or -1, whether the first character already left no thread).
+    Each character is decoded once, a step reading its class and the next one's."""
+    trans = ctab[CT_DTRANS]
+    accept = ctab[CT_DACCEPT]
+    width = ctab[CT_DSTART].shape[1]
+    cb = width - 2  # (the class before s: the piece's start)
+    if s > lo and ctab[CT_ASSERTS][0, 0] > 0:  # (without assertions no state depends on it)
+        j = s - 1
+        while j > lo and (buf[j] & 0xC0) == 0x80:
+            j -= 1
+        cb = rx_class(buf, j, hi, ctab)[0]
+    c, n = rx_class(buf, s, hi, ctab)
+    st = ctab[CT_DSTART][row, cb, c]
+    p = s
+    end = -1
+    while True:
+        if accept[st] != 0:
+            end = p
+        q = p + n
+        c2 = width - 1
+        n2 = 0
+        if q < hi:
+            c2, n2 = rx_class(buf, q, hi, ctab)
+        st = trans[st, c * width + c2]
+        if st == 0:
+            return end, p == s
+        p = q
+        if p >= hi:
+            if accept[st] != 0:
+                end = p
+            return end, False
+        c = c2
+        n = n2
+
+
+@K.device(inline=True)
+def rx_lead(buf, s, hi, k, ctab):
+    """The first position from ``s`` (``hi`` if none) whose character may start a match of level ``k``: the
+    characters no match starts with skipped one table lookup each (DeepSeek's ``\\p{N}{1,3}`` level over a
+    text of letters)."""
+    lead = ctab[CT_DLEAD]
+    while s < hi:
+        c, n = rx_class(buf, s, hi, ctab)
+        if lead[k, c] != 0:
+            return s
+        s += n
+    return hi
+
+
+@K.device(inline=True)
+def rx_find(buf, lo, hi, frm, k, ctab, work, col, stamp):
+    """:func:`rx_search` of level ``k``'s pattern, by its DFA where there is one: a match at ``frm``, or at the
+    first later position whose character does not kill the DFA's threads at once, else the VM from there (the
+    positions no match can start at skipped: :func:`rx_lead`)."""
+    if ctab[CT_DTRANS].shape[0] > 0:
+        s = rx_lead(buf, frm, hi, k, ctab)
+        while s < hi:
+            e, skip = rx_dfa(buf, lo, hi, s, k, ctab)
+            if e >= 0:
+                return s, e, stamp
+            if not skip:
+                break
+            s = rx_lead(buf, s + cp_at(buf, s, hi)[1], hi, k, ctab)
+        if s >= hi:
+            return -1, -1, stamp
+        frm = s
+    return rx_search(buf, lo, hi, frm, ctab[CT_LEVELS][k, 0], ctab, work, col, stamp)
+
+
+@K.device(inline=True)
+def rx_find_dfa(buf, lo, hi, frm, k, ctab, work, col, stamp):
+    """:func:`rx_find` of a program whose DFA is complete (:func:`~.dfa.complete`: a failing anchored attempt
+    reads a bounded number of characters), which the encode kernel's variant for it binds instead: the DFA
+    tried at each position in turn, in linear time; the kernel then holds no VM (the VM's thread lists took
+    the regex variant over the register budget, tests/ptx)."""
+    s = rx_lead(buf, frm, hi, k, ctab)
+    while s < hi:
+        e, skip = rx_dfa(buf, lo, hi, s, k, ctab)
+        if e >= 0:
+            return s, e, stamp
+        s = rx_lead(buf, s + cp_at(buf, s, hi)[1], hi, k, ctab)
+    return -1, -1, stamp
+
+
+@K.device(inline=True)
 def rx_get(work, wb, k, f):
     return np.int64(work[f % 6, wb + 2 * k + f // 6])
 
@@ -247,7 +344,7 @@ def rx_put(work, wb, k, f, v):
     work[f % 6, wb + 2 * k + f // 6] = v
 
 
-@K.device
+@K.device(inline=True)
 def rx_next_raw(buf, i0, k, ctab, work, wb, stamp):
     """Level ``k``'s next segment of its piece: (got, start, end, is a match (``invert`` applied), stamp);
     positions relative to ``i0``. The matches alternate with the text between them."""
@@ -258,8 +355,7 @@ def rx_next_raw(buf, i0, k, ctab, work, wb, stamp):
     ms = rx_get(work, wb, k, F_MS)
     if ms < cur:
         lo = rx_get(work, wb, k, F_LO)
-        a, b, stamp = rx_search(buf, i0 + lo, i0 + hi, i0 + cur, ctab[CT_LEVELS][k, 0], ctab, work, wb + 2 * MAX_LEVELS,
-                                stamp)
+        a, b, stamp = rx_find(buf, i0 + lo, i0 + hi, i0 + cur, k, ctab, work, wb + 2 * MAX_LEVELS, stamp)
         ms, me = (a - i0, b - i0) if a >= 0 else (hi, hi)
         rx_put(work, wb, k, F_MS, ms)
         rx_put(work, wb, k, F_ME, me)
@@ -273,7 +369,7 @@ def rx_next_raw(buf, i0, k, ctab, work, wb, stamp):
     return True, cur, me, not inv, stamp
 
 
-@K.device
+@K.device(inline=True)
 def rx_next_piece(buf, i0, k, ctab, work, wb, stamp):
     """Level ``k``'s next piece (HF's ``Split`` behaviours, folded lazily): (got, start, end, stamp)."""
     how = ctab[CT_LEVELS][k, 1]
