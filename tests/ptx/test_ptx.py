@@ -171,7 +171,7 @@ def _exercise() -> None:
                                     special_tokens={"<s>": 160000})  # the regex encode variant (a file's own pattern)
     rx.encode(texts)
     rx.encode_rows(texts, max_length=16)
-    from triton_textops.ops.bpe.nfc import nfc_normalize  # noqa: PLC0415
+    from triton_textops.ops.core.unorm import nfc_normalize  # noqa: PLC0415
 
     nfc_normalize(texts)  # bpe.nfc.NFC_KERNEL (the tests' and the table generator's host aid)
     import sys  # noqa: PLC0415
