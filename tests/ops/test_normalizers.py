@@ -139,3 +139,42 @@ def test_load_errors(tmp_path: Path) -> None:
             continue
         with pytest.raises(ConfigError, match=where):
             Tokenizer.from_file(path)
+
+
+def _js_tiktoken_file(path: Path, pattern: str, shift: int, specials: dict[str, int]) -> dict[bytes, int]:
+    """A JS-tiktoken rank JSON of GPT-2's ranks shifted by ``shift`` (as claude.json's, after its specials),
+    compressed as js-tiktoken's are: lines ``name offset tok ...`` of up to 100 consecutive ranks (one line
+    restating a token, whose later rank must win, and a gap)."""
+    import base64  # noqa: PLC0415
+
+    rk = {t: r + shift for t, r in BO.ranks("gpt2").items()}
+    items = sorted(rk.items(), key=lambda x: x[1])
+    lines = []
+    for k in range(0, len(items), 100):
+        chunk = items[k:k + 100]
+        lines.append(f"{chunk[0][0].hex()[:6] or 'x'} {chunk[0][1]} " + " ".join(
+            base64.b64encode(t).decode() for t, _ in chunk))
+    lines.insert(3, f"dup {items[-1][1]} {base64.b64encode(items[-1][0]).decode()}")  # (restated, same rank)
+    path.write_text(json.dumps({"pat_str": pattern, "special_tokens": specials, "bpe_ranks": "\n".join(lines) + "\n"}))
+    return rk
+
+
+def test_js_tiktoken_rank_json(tmp_path: Path) -> None:
+    """A JS-tiktoken rank JSON (``@anthropic-ai/tokenizer``'s claude.json layout: specials first, ranks after)
+    loads by content and encodes as that package does: NFKC, then tiktoken with every special allowed."""
+    tiktoken = pytest.importorskip("tiktoken")
+    specials = {"<EOT>": 0, "<META>": 1, "<META_START>": 2, "<META_END>": 3, "<SOS>": 4}
+    pattern = BO.TIKTOKEN_PATTERNS["gpt2"]
+    rk = _js_tiktoken_file(tmp_path / "claude.json", pattern, 5, specials)
+    ours = Tokenizer.from_file(tmp_path / "claude.json")
+    assert isinstance(ours, BPETokenizer)
+    ref = tiktoken.Encoding("js", pat_str=pattern, mergeable_ranks=rk, special_tokens=specials)
+    nfkc = tokenizers.normalizers.NFKC().normalize_str
+    texts = [*TEXTS, *CONTEXT[::16], "<EOT>x<META> ＜EOT＞ <SOS>\ufdfa<META_END>", "<EOT", "ﬁ<EOT>ﬁ"]
+    want = [ref.encode(nfkc(t), allowed_special="all") for t in texts]
+    assert _diff(ours.encode(texts).tolist(), want, texts) == []
+    assert want[-3][:3] == [0, 87 + 5, 1]  # the specials matched (U+FF1C U+FF1E: NFKC makes a special of them)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"pat_str": pattern, "special_tokens": {}, "bpe_ranks": "a b c\n"}))
+    with pytest.raises(ConfigError, match="bpe_ranks line 1"):
+        Tokenizer.from_file(bad)

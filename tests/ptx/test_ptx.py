@@ -173,11 +173,20 @@ def _exercise() -> None:
     rx.encode_rows(texts, max_length=16)
     from triton_textops.ops.core.unorm import nfc_normalize  # noqa: PLC0415
 
-    nfc_normalize(texts)  # bpe.nfc.NFC_KERNEL (the tests' and the table generator's host aid)
+    nfc_normalize(texts)  # core.unorm.NFC_KERNEL (the tests' and the table generator's host aid)
+    from triton_textops.ops.core.unorm import map_normalize  # noqa: PLC0415
+
+    map_normalize(texts, "lower")  # core.unorm.MAP_KERNEL
     import sys  # noqa: PLC0415
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    import bpe_oracles  # noqa: PLC0415
     import sp_oracles  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory() as d:  # a byte-level BPE file with a normalizer program (normalize_prog)
+        bpe_oracles.write_tokenizer_json(Path(d), "gpt2", family_pattern=bpe_oracles.LLAMA3_PATTERN, normalizer={
+            "type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]})
+        BPETokenizer.from_pretrained(d).encode(texts)
 
     from triton_textops.ops.sentencepiece.tokenizer import SentencePieceTokenizer  # noqa: PLC0415
 

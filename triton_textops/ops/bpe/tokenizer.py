@@ -33,7 +33,7 @@ from triton_textops.ops.bpe.encode import (
 from triton_textops.ops.bpe.limits import limits_array, plan_limits
 from triton_textops.ops.bpe.merge import CACHE_HEAD, CACHE_SHAPE, N_WORK_ROWS, Vocab
 from triton_textops.ops.bpe.pretok import class_tables
-from triton_textops.ops.bpe.rankfiles import read_encoding, read_rank_file, read_tekken
+from triton_textops.ops.bpe.rankfiles import read_encoding, read_js_tiktoken, read_rank_file, read_tekken
 from triton_textops.ops.bpe.regex import RegexSplitter
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.args import allocate, check_bool, check_ids_dtype, check_int
@@ -181,6 +181,12 @@ class BPETokenizer(Placed):
         """A Mistral Tekken ``.json`` file, as mistral-common's ``Tekkenizer`` encodes (no BOS / EOS: the
         specials are ids 0 .. n - 1, never matched in text unless allowed)."""
         return cls(read_tekken(path), device=device)
+
+    @classmethod
+    def from_js_tiktoken(cls, path: str | os.PathLike, *, device: str = "cpu") -> BPETokenizer:
+        """A JS-tiktoken rank JSON (``{"pat_str", "special_tokens", "bpe_ranks"}``, e.g. the ``claude.json`` of
+        ``@anthropic-ai/tokenizer``), applied as that package does: NFKC, then every special token matched."""
+        return cls(read_js_tiktoken(path), device=device)
 
     @classmethod
     def from_pretrained(cls, directory: str | os.PathLike, *, device: str = "cpu") -> BPETokenizer:
