@@ -57,7 +57,7 @@ def test_sentencepiece_program_gpu_equals_cpu(tmp_path: Path) -> None:
 
     from triton_textops.ops.sentencepiece.tokenizer import SentencePieceTokenizer  # noqa: PLC0415
 
-    model = sp_oracles.train(tmp_path / "u.model", model_type="unigram", vocab_size=400, byte_fallback=True)
+    model = sp_oracles.train(tmp_path / "u.model", model_type="unigram", vocab_size=600, byte_fallback=True)
     doc = json.loads(sp_oracles.convert(model, tmp_path / "u.json", "spm").read_text())
     doc["normalizer"] = {"type": "Sequence", "normalizers": [*SEQ["normalizers"], doc["normalizer"]]}
     path = tmp_path / "tokenizer.json"

@@ -202,7 +202,7 @@ def from_json(norm: Any, refuse: Any) -> Program:
     prog = Program()
     if norm is None:
         return prog
-    steps = norm.get("normalizers") if norm.get("type") == "Sequence" else [norm]
+    steps = _steps(norm)
     for i, st in enumerate(steps):
         kind = st.get("type")
         if kind == "Prepend":
@@ -244,6 +244,13 @@ def from_json(norm: Any, refuse: Any) -> Program:
         else:
             refuse(f"normalizer[{i}]", {"type": kind}, "is not supported")
     return prog
+
+
+def _steps(norm: Any) -> list:
+    """The normalizers of ``norm`` in the order HF applies them: a ``Sequence`` (nested ones too) flattened."""
+    if not isinstance(norm, dict) or norm.get("type") != "Sequence":
+        return [norm]
+    return [st for sub in norm.get("normalizers") or [] for st in _steps(sub)]
 
 
 def from_spm(charsmap: bytes, dummy: bool, extra: bool, escape: bool, frozen: list[bytes]) -> Program:
