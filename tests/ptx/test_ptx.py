@@ -81,8 +81,10 @@ REGISTER_BUDGET = 128
 # The SentencePiece encode kernel (issue 44) went from within the budget to 136 on sm_80 on 2026-12-04, after two
 # changes landed together, not bisected: the merge step it shares with BPE inlined the heap's pair lookups and
 # keeps each pair's result (issue 45), and the normalizer gained HF's Precompiled op (issue 44). No stack, no spills.
+# Then 139 / 140 on 2026-12-04 when the normalizer program gained the Unicode forms and maps (ops.core.unorm:
+# NFKC ... and Lowercase / StripAccents, issue 44), no stack, no spills; held there (open: bring it back under 128).
 OVER_BUDGET = {"bpe.encode.bpe_rows_item__gpu__encode_gap_regex__span_pair": 150,
-               "sentencepiece.encode.SP_ENCODE": 136}
+               "sentencepiece.encode.SP_ENCODE": 140}
 # The kernels the ops define today (module.tuple): discovery must find at least these.
 KNOWN = {
     "wordpiece.pretokenize.PRETOKENIZE",
@@ -115,7 +117,7 @@ def discover() -> dict[str, K._LazyGpu]:
     from triton_textops.ops.bpe.formats import CL100K, GPT2, O200K, QWEN2, REGEX  # noqa: PLC0415
 
     for family, nfc, ranked in ((GPT2, False, False), (CL100K, False, True), (QWEN2, True, True), (O200K, False, True),
-                                (REGEX, False, True)):
+                                (REGEX, False, True), (CL100K, "program", False)):
         encode_kernels(family, nfc, ranked)
     for name, pair in K.VARIANTS.items():
         found.setdefault(id(pair[1]), (name.removeprefix(ops.__name__ + "."), pair[1]))
