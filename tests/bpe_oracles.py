@@ -64,9 +64,9 @@ def merges_from_ranks(rk: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
 
 def write_tokenizer_json(directory: Path, name: str, *, family_pattern: str, nfc: bool = False,
                          bos: str | None = None, added: list[dict] | None = None,
-                         ignore_merges: bool = True) -> Path:
+                         ignore_merges: bool = True, normalizer: dict | None = None) -> Path:
     """A Llama-3- / Qwen2-style tokenizer.json built from a rank file (Split regex + ByteLevel, ignore_merges,
-    BOS template, added tokens)."""
+    BOS template, added tokens; ``normalizer``: HF's normalizer object, else NFC when ``nfc``)."""
     rk = ranks(name)
     table = {i: F.BYTE_CHAR[i] for i in range(256)}
     enc = lambda b: b.decode("latin-1").translate(table)  # noqa: E731  (GPT-2's bytes -> unicode map)
@@ -78,7 +78,7 @@ def write_tokenizer_json(directory: Path, name: str, *, family_pattern: str, nfc
         "added_tokens": [{"id": a["id"], "content": a["content"], "single_word": False, "lstrip": False,
                           "rstrip": False, "normalized": a.get("normalized", False), "special": a.get("special", True)}
                          for a in added],
-        "normalizer": {"type": "NFC"} if nfc else None,
+        "normalizer": normalizer if normalizer is not None else {"type": "NFC"} if nfc else None,
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
             {"type": "Split", "pattern": {"Regex": family_pattern}, "behavior": "Isolated", "invert": False},
             {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triton_textops.ops.bpe.nfc import nfc_normalize
+from triton_textops.ops.core.unorm import nfc_normalize
 
 MARKY = st.text(alphabet=st.sampled_from("ae\u0301\u0316\u0345\u0334\u1100\u1161\u11a8\uac00\u0958\U0001d160\u0344 "),
                 max_size=30).map(str.encode)

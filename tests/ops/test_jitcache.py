@@ -101,7 +101,7 @@ def test_the_stamp_covers_every_ops_source_and_table(tmp_path, monkeypatch):
     pkg = _copy_package(tmp_path / "a")
     base = jitcache.stamp_of(pkg)
     assert base == jitcache.sources_stamp() and len(base) == 64
-    for rel in ("ops/bpe/merge.py", "ops/__init__.py", "data/nfc_tables.npz"):
+    for rel in ("ops/bpe/merge.py", "ops/__init__.py", "data/unorm_tables.npz"):
         f = pkg / rel
         data = f.read_bytes()
         f.write_bytes(data + b"\n")

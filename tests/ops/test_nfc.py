@@ -1,4 +1,4 @@
-"""NFC device functions (ops.bpe.nfc) against HF's NFC (``tokenizers.normalizers.NFC``), the oracle: every code
+"""NFC device functions (ops.core.unorm) against HF's NFC (``tokenizers.normalizers.NFC``), the oracle: every code
 point alone and in contexts, Hangul, runs of marks in and out of order, generated strings, linear time, the
 does-not-fit path and the quick check."""
 
@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triton_textops.ops.bpe import nfc as N
-from triton_textops.ops.bpe.nfc import nfc_normalize, nfc_quick, nfc_write
 from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core import unorm as N
 from triton_textops.ops.core.batch import pack_host
+from triton_textops.ops.core.unorm import nfc_normalize, nfc_quick, nfc_write
 
 tokenizers = pytest.importorskip("tokenizers")
 ORACLE = tokenizers.normalizers.NFC().normalize_str
@@ -40,7 +40,7 @@ def quick_rows(texts: list[str]) -> np.ndarray:
     """nfc_quick of each text."""
     data, offs = pack_host(texts)
     res = np.zeros(len(texts), dtype=np.bool_)
-    QUICK(0, 1, len(texts), data, offs, res, N.nfc_tables("cpu"))
+    QUICK(0, 1, len(texts), data, offs, res, N.form_tables("nfc", "cpu"))
     return res
 
 
@@ -71,7 +71,7 @@ def assert_same_joined(texts: list[str]) -> str:
 
 def test_tables_from_the_oracle_version():
     tables = N.load_tables()
-    assert str(tables["tokenizers_version"]) == tokenizers.__version__, "regenerate: scripts/gen_nfc_tables.py"
+    assert str(tables["tokenizers_version"]) == tokenizers.__version__, "regenerate: scripts/gen_unorm_tables.py"
     keys = tables["comp_keys"]
     assert not np.isin(ord(SEP), np.concatenate([keys >> N.CP_BITS, keys & N.CP_MASK]))  # SEP never composes
     assert np.all(np.diff(keys) > 0)
@@ -203,7 +203,7 @@ def test_does_not_fit(text):
     """-1 exactly when the output does not fit in out[o:cap], and nothing written outside out[o:cap]."""
     want = ORACLE(text).encode()
     data = np.frombuffer(text.encode(), dtype=np.uint8)
-    tabs = N.nfc_tables("cpu")
+    tabs = N.form_tables("nfc", "cpu")
     for room in range(len(want) + 2):
         out = np.full(len(want) + 12, 0xAA, dtype=np.uint8)
         res = np.zeros(1, dtype=np.int64)

@@ -84,8 +84,10 @@ REGISTER_BUDGET = 128
 # The SentencePiece encode kernel (issue 44) went from within the budget to 136 on sm_80 on 2026-12-04, after two
 # changes landed together, not bisected: the merge step it shares with BPE inlined the heap's pair lookups and
 # keeps each pair's result (issue 45), and the normalizer gained HF's Precompiled op (issue 44). No stack, no spills.
+# Then 139 / 140 on 2026-12-04 when the normalizer program gained the Unicode forms and maps (ops.core.unorm:
+# NFKC ... and Lowercase / StripAccents, issue 44), no stack, no spills; held there (open: bring it back under 128).
 OVER_BUDGET = {"bpe.encode.bpe_rows_item__gpu__encode_gap_regex__span_pair": 148,
-               "sentencepiece.encode.SP_ENCODE": 136}
+               "sentencepiece.encode.SP_ENCODE": 140}
 # The kernels the ops define today (module.tuple): discovery must find at least these.
 KNOWN = {
     "wordpiece.pretokenize.PRETOKENIZE",
@@ -118,7 +120,7 @@ def discover() -> dict[str, K._LazyGpu]:
     from triton_textops.ops.bpe.formats import CL100K, GPT2, O200K, QWEN2, REGEX  # noqa: PLC0415
 
     for family, nfc, ranked in ((GPT2, False, False), (CL100K, False, True), (QWEN2, True, True), (O200K, False, True),
-                                (REGEX, False, True)):
+                                (REGEX, False, True), (CL100K, "program", False)):
         encode_kernels(family, nfc, ranked)
     encode_kernels(REGEX, False, True, True)  # (the regex variant without the VM: a complete DFA)
     for name, pair in K.VARIANTS.items():
@@ -177,13 +179,22 @@ def _exercise() -> None:
         assert rx.splitter.dfa_only == pattern.startswith(r"\p{L}+|\p{N}|")
         rx.encode(texts)
         rx.encode_rows(texts, max_length=16)
-    from triton_textops.ops.bpe.nfc import nfc_normalize  # noqa: PLC0415
+    from triton_textops.ops.core.unorm import nfc_normalize  # noqa: PLC0415
 
-    nfc_normalize(texts)  # bpe.nfc.NFC_KERNEL (the tests' and the table generator's host aid)
+    nfc_normalize(texts)  # core.unorm.NFC_KERNEL (the tests' and the table generator's host aid)
+    from triton_textops.ops.core.unorm import map_normalize  # noqa: PLC0415
+
+    map_normalize(texts, "lower")  # core.unorm.MAP_KERNEL
     import sys  # noqa: PLC0415
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    import bpe_oracles  # noqa: PLC0415
     import sp_oracles  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory() as d:  # a byte-level BPE file with a normalizer program (normalize_prog)
+        bpe_oracles.write_tokenizer_json(Path(d), "gpt2", family_pattern=bpe_oracles.LLAMA3_PATTERN, normalizer={
+            "type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]})
+        BPETokenizer.from_pretrained(d).encode(texts)
 
     from triton_textops.ops.sentencepiece.tokenizer import SentencePieceTokenizer  # noqa: PLC0415
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from triton_textops.ops.bpe.nfc import nfc_normalize
 from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core.unorm import nfc_normalize
 
 TEXTS = ["plain ascii", "", "e\u0301 a\u0316\u0301\u0301 \u212b", "\u1100\u1161\u11a8 \uac00\u11a8 \ud55c\uad6d\uc5b4",
          "\u0958\U0001d160x", "\u0301\u0316 x\u0345\u0313\u0301", "caf\u00e9 \u1ea1\u0302 \u0b47\u0b3e", "<\u0338=\u0338",

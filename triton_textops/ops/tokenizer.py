@@ -209,6 +209,10 @@ def _from_tokenizer_json(path: Path, directory: Path, device: str) -> Any:
         from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: PLC0415
 
         return BPETokenizer.from_tekken(path, device=device)
+    if model is None and isinstance(doc, dict) and isinstance(doc.get("bpe_ranks"), str):  # a JS-tiktoken file
+        from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: PLC0415
+
+        return BPETokenizer.from_js_tiktoken(path, device=device)
     if not isinstance(model, dict):
         raise ConfigError(f"{path}: no 'model' object: not a tokenizer.json{_FAMILIES}")
     kind = model.get("type")

@@ -19,7 +19,6 @@ import numpy as np
 from triton_textops.ops.bpe.formats import REGEX
 from triton_textops.ops.bpe.limits import L_LEFT_PAD, L_LEFT_TRUNC, L_PAD_ID
 from triton_textops.ops.bpe.merge import encode_piece
-from triton_textops.ops.bpe.nfc import nfc_quick, nfc_write
 from triton_textops.ops.bpe.pretok import CL_S, CL_W, SCANNERS, cls_at, pretoken_end
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.status import (  # (-1 - status in a count row)
@@ -30,7 +29,9 @@ from triton_textops.ops.core.status import (  # (-1 - status in a count row)
     SIZE_BOUND,
     TOO_LONG,
 )
+from triton_textops.ops.core.unorm import nfc_quick, nfc_write
 from triton_textops.ops.core.utf8 import utf8_valid
+from triton_textops.ops.sentencepiece.normalize import NT_PROG, sp_norm_op
 
 # cfg (int64 array) entries
 C_PREFIX_SPACE, C_MULT, C_EXTRA, C_NPRE, C_NSUF, C_IDS = range(6)  # then the prefix and suffix ids
@@ -220,11 +221,36 @@ def normalize(data, lo, hi, out, o, cap, ntab):
 
 @K.device(inline=True)
 def normalize_nfc(data, lo, hi, out, o, cap, ntab):
-    """NFC: :data:`NORMAL` when ``data[lo:hi]`` is NFC already, else the end of NFC(it) written to ``out[o:cap]``
-    (-1: it does not fit)."""
+    """One Unicode form (NFC; NFKC, NFD, NFKD: ``ntab`` is that form's tables): :data:`NORMAL` when ``data[lo:hi]``
+    is in the form already, else the end of the form of it written to ``out[o:cap]`` (-1: it does not fit)."""
     if not nfc_quick(data, lo, hi, ntab):
         return NORMAL
     return nfc_write(data, lo, hi, out, o, cap, ntab)
+
+
+@K.device
+def normalize_prog(data, lo, hi, out, o, cap, ntab):
+    """Any other normalizer: a program of :mod:`~triton_textops.ops.sentencepiece.normalize` (``ntab``: its
+    tables), the one SentencePiece files run. ``out[o:cap]`` is split into two areas the ops ping-pong between,
+    the segment copied into the one that makes the last op end in the first; returns the end of the result in
+    ``out[o:]`` (-1: an area is too small; the tokenizer sizes them by the program's bound)."""
+    nops = ntab[NT_PROG][0]
+    size = (cap - o) // 2
+    if o < 0 or hi - lo > size or cap > out.shape[0]:
+        return -1
+    cur = o if nops % 2 == 0 else o + size
+    for k in range(hi - lo):
+        out[cur + k] = data[lo + k]
+    a = cur
+    b = cur + hi - lo
+    for op in range(nops):
+        dst = o + size if cur == o else o
+        b = sp_norm_op(out, a, b, out, dst, dst + size, ntab, op)
+        if b < 0:
+            return -1
+        cur = dst
+        a = dst
+    return b
 
 
 @K.device(inline="ir")
@@ -376,9 +402,11 @@ def bpe_rows_item(t, slot, slots, data, offsets, voc, ctab, adds, ntab, cfg, scr
         write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
 
 
-def encode_kernels(family: int, nfc: bool, ranked: bool = False, dfa_only: bool = False) -> tuple:
+def encode_kernels(family: int, nfc: bool | str, ranked: bool = False, dfa_only: bool = False) -> tuple:
     """The encode kernel pair of a format: one kernel for ragged ids and fixed rows (a second copy of the whole
-    encoder would double the compile time), compiled with the family's scanner, NFC when the format has it, and
+    encoder would double the compile time), compiled with the family's scanner, its normalizer (``nfc``: False for
+    none, True for one Unicode form, NFC or another (:func:`normalize_nfc`), "program" for any other normalizer
+    (:func:`normalize_prog`)), and
     for a rank file (``ranked``) tiktoken's pair rule (:func:`~triton_textops.ops.bpe.merge.span_pair`), and
     nothing else (each unused scanner or normalizer compiled in would lengthen a cold load). A regex
     pre-tokenizer whose DFA is complete (``dfa_only``, :func:`~triton_textops.ops.bpe.regex.dfa.complete`) gets
@@ -388,5 +416,6 @@ def encode_kernels(family: int, nfc: bool, ranked: bool = False, dfa_only: bool 
     bind = ((("pretoken_end", SCANNERS[family]),) if family in SCANNERS else ()) \
         + ((("encode_gap", "encode_gap_regex"),) if family == REGEX else ()) \
         + ((("rx_find", "rx_find_dfa"),) if family == REGEX and dfa_only else ()) \
-        + ((("normalize", "normalize_nfc"),) if nfc else ()) + ((("pair_near", "span_pair"),) if ranked else ())
+        + ((("normalize", "normalize_prog" if nfc == "program" else "normalize_nfc"),) if nfc else ()) \
+        + ((("pair_near", "span_pair"),) if ranked else ())
     return K.kernel(bpe_rows_item, bind, chunked=True)

@@ -113,7 +113,8 @@ class BPESpec:
     family: int
     ignore_merges: bool
     added: list[AddedToken] = field(default_factory=list)
-    nfc: bool = False
+    nfc: bool = False  # the normalizer is NFC alone (the kernels' NFC path)
+    normalizer: Any = None  # any other: a Program of ops.sentencepiece.normalize (None: no normalizer, or NFC)
     add_prefix_space: bool = False
     prefix: list[int] = field(default_factory=list)  # TemplateProcessing's special ids before / after the text
     suffix: list[int] = field(default_factory=list)
@@ -301,15 +302,21 @@ def read_tokenizer_json(directory: str | os.PathLike, *, as_transformers: bool =
         family = REGEX if splits else WHOLE
     norm = doc.get("normalizer")
     nfc = False
+    program = None
     if norm is not None:
         kinds = [n.get("type") for n in (norm.get("normalizers") if norm.get("type") == "Sequence" else [norm])]
-        if kinds != ["NFC"] and kinds:
-            refuse("normalizer", norm, "is not supported (NFC or none)")
-        nfc = bool(kinds)
+        if kinds == ["NFC"]:
+            nfc = True
+        elif kinds:  # the normalizer program SentencePiece files run (one reader, one kernel stage for both)
+            from triton_textops.ops.sentencepiece.normalize import from_json  # noqa: PLC0415
+
+            program = from_json(norm, refuse)
+            if not program.ops:
+                program = None
     dec = doc.get("decoder")
     if dec is not None and dec.get("type") != "ByteLevel":
         refuse("decoder", dec, "is not supported (ByteLevel or none)")
-    spec = BPESpec(vocab, merges, family, bool(model.get("ignore_merges", False)), nfc=nfc,
+    spec = BPESpec(vocab, merges, family, bool(model.get("ignore_merges", False)), nfc=nfc, normalizer=program,
                    add_prefix_space=prefix_space, source=where, match_added=True, splits=splits)
     for content, tid, flags in _hf_added_ids(doc.get("added_tokens") or [], str_vocab, where):
         spec.added.append(AddedToken(content.encode(), tid, *flags))

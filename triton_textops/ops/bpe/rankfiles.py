@@ -206,3 +206,50 @@ def read_encoding(path: str | os.PathLike, encoding: str) -> F.BPESpec:
     if encoding not in F.ENCODINGS:
         raise ConfigError(f"encoding must be one of {', '.join([*F.ENCODINGS, *LAYOUTS])}, got {encoding!r}")
     return F.read_tiktoken(path, encoding)
+
+
+def is_js_tiktoken(doc: object) -> bool:
+    """Whether a parsed JSON document is a JS-tiktoken rank file (``pat_str``, ``special_tokens``, and
+    ``bpe_ranks`` a string), as js-tiktoken's ``ranks/*.json`` and Anthropic's ``@anthropic-ai/tokenizer``'s
+    ``claude.json`` are."""
+    return isinstance(doc, dict) and isinstance(doc.get("bpe_ranks"), str) and "pat_str" in doc \
+        and "special_tokens" in doc
+
+
+def read_js_tiktoken(path: str | os.PathLike) -> F.BPESpec:
+    """A JS-tiktoken rank file as js-tiktoken's ``Tiktoken`` reads it and ``@anthropic-ai/tokenizer`` applies
+    it: ``bpe_ranks`` lines ``name offset tok tok ...`` (each ``tok`` base64, ranked ``offset``, ``offset + 1``, ...;
+    a later line's rank of the same token wins), ``pat_str`` (read as fancy-regex, as tiktoken's rank files),
+    ``special_tokens``; the text NFKC-normalized first (this package's NFKC, measured on HF's: the package uses
+    the JS engine's ``String.prototype.normalize``) and every special token matched in it (the package's
+    ``countTokens`` encodes with ``"all"``)."""
+    from triton_textops.ops.core.unorm import FORMS  # noqa: PLC0415
+    from triton_textops.ops.sentencepiece.normalize import OP_FORM, Program  # noqa: PLC0415
+
+    where = str(path)
+    doc = read_json(path, "JS-tiktoken rank file")
+    if not is_js_tiktoken(doc):
+        raise ConfigError(f"{where}: not a JS-tiktoken rank file (pat_str, special_tokens, bpe_ranks a string)")
+    specials = doc["special_tokens"]
+    if not isinstance(specials, dict):
+        raise ConfigError(f"{where}: special_tokens must be an object of name -> id")
+    vocab: dict[bytes, int] = {}
+    for n, line in enumerate(doc["bpe_ranks"].split("\n")):
+        if not line:
+            continue
+        fields = line.split(" ")
+        try:
+            offset = int(fields[1])
+            toks = [base64.b64decode(t, validate=True) for t in fields[2:]]
+        except (IndexError, ValueError, binascii.Error):
+            raise ConfigError(f"{where}: bpe_ranks line {n + 1} is not 'name offset base64 ...': {line[:60]!r}") \
+                from None
+        for i, tok in enumerate(toks):
+            if not tok:
+                raise ConfigError(f"{where}: bpe_ranks line {n + 1} has an empty token")
+            vocab[tok] = offset + i
+    spec = _spec(vocab, [], doc["pat_str"], specials, where, False)
+    spec.added = [AddedToken(a.content, a.id, True, True) for a in spec.added]  # matched after NFKC
+    spec.match_added = True
+    spec.normalizer = Program([(OP_FORM, b"", b"", FORMS.index("nfkc"))])
+    return spec

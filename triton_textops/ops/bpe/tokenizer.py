@@ -32,9 +32,8 @@ from triton_textops.ops.bpe.encode import (
 )
 from triton_textops.ops.bpe.limits import limits_array, plan_limits
 from triton_textops.ops.bpe.merge import CACHE_HEAD, CACHE_SHAPE, N_WORK_ROWS, Vocab
-from triton_textops.ops.bpe.nfc import NFC_EXPAND, nfc_normalize, nfc_tables
 from triton_textops.ops.bpe.pretok import class_tables
-from triton_textops.ops.bpe.rankfiles import read_encoding, read_rank_file, read_tekken
+from triton_textops.ops.bpe.rankfiles import read_encoding, read_js_tiktoken, read_rank_file, read_tekken
 from triton_textops.ops.bpe.regex import RegexSplitter
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.args import allocate, check_bool, check_ids_dtype, check_int
@@ -44,6 +43,8 @@ from triton_textops.ops.core.output import Ragged, Rows
 from triton_textops.ops.core.placement import Placed
 from triton_textops.ops.core.rows import window_rows
 from triton_textops.ops.core.status import raise_bad_counts
+from triton_textops.ops.core.unorm import FORMS, form_expansion, form_tables, nfc_normalize
+from triton_textops.ops.sentencepiece.normalize import OP_FORM, normalize_texts
 
 Specials = Literal["all"] | Collection[str] | None
 _NO_ROWS = np.empty((2, 0, 0), dtype=np.int64)  # the encode kernel's rows argument for ragged output
@@ -107,17 +108,27 @@ class BPETokenizer(Placed):
         skip = np.zeros(self.n_ids, dtype=np.uint8)
         skip[self.special_ids] = 1
         self._dec_host = (np.frombuffer(b"".join(toks), dtype=np.uint8), dec_off, skip)
-        # scratch per input byte: the NFC output (<= NFC_EXPAND bytes per byte) and, with a prefix space, a copy
-        # of each piece after a space (pieces are disjoint: <= the normalized bytes + one space per input byte)
-        self.mult = NFC_EXPAND if spec.nfc else 1
-        self.mult += (NFC_EXPAND if spec.nfc else 1) + 1 if spec.add_prefix_space else 0
+        # the normalizer: one Unicode form (NFC, or a program of that form alone) by the form's own stage, any other
+        # program by the program stage (two areas of a * n + b bytes, ping-pong; b: in the extra entries)
+        prog = spec.normalizer
+        self._form = "nfc" if spec.nfc else FORMS[prog.ops[0][3]] if prog is not None and len(prog.ops) == 1 \
+            and prog.ops[0][0] == OP_FORM else ""
+        self._prog = prog if prog is not None and not self._form else None
+        na, nb = self._prog.bound() if self._prog else (form_expansion(self._form) if self._form else 1, 0)
+        self._norm_extra = 2 * nb + 2 if self._prog else 0
+        # scratch per input byte: the normalized output (<= na bytes per byte; a program: two areas) and, with a
+        # prefix space, a copy of each piece after a space (pieces are disjoint: <= the normalized bytes + one space
+        # per input byte)
+        self.mult = 2 * na if self._prog else na
+        self.mult += na + 1 if spec.add_prefix_space else 0
         self.splitter = RegexSplitter(spec.splits, spec.flavor) if spec.family == F.REGEX else None
-        self._encode = encode_kernels(spec.family, spec.nfc, spec.merges is None,
+        self._encode = encode_kernels(spec.family, "program" if self._prog else bool(self._form), spec.merges is None,
                                       self.splitter is not None and self.splitter.dfa_only)
         self._rx_extra = self.splitter.columns if self.splitter else 0  # its state: merge work columns per text
         self._limits = (spec.truncation, spec.padding) if spec.truncation or spec.padding else None
         self._cfg_host = np.array([int(spec.add_prefix_space), self.mult,
-                                   1 + self._rx_extra + len(spec.prefix) + len(spec.suffix), len(spec.prefix),
+                                   1 + self._rx_extra + self._norm_extra + len(spec.prefix) + len(spec.suffix),
+                                   len(spec.prefix),
                                    len(spec.suffix)]
                                   + spec.prefix + spec.suffix, dtype=np.int64)
         self._set_device(device)
@@ -131,7 +142,7 @@ class BPETokenizer(Placed):
         self._ctab = class_tables(t, xp)
         if self.splitter is not None:
             self._ctab += tuple(K.to_device(a, t, xp) for a in self.splitter.tables())
-        self._ntab = nfc_tables(t, xp)
+        self._ntab = _up(self._prog.tables(), t, xp) if self._prog else form_tables(self._form or "nfc", t, xp)
         self._dec = tuple(K.to_device(a, t, xp) for a in self._dec_host)
         self._cfg = K.to_device(self._cfg_host, t, xp)
         self._lim = K.to_device(limits_array(self.spec.truncation, self.spec.padding), t, xp)
@@ -173,6 +184,12 @@ class BPETokenizer(Placed):
         return cls(read_tekken(path), device=device)
 
     @classmethod
+    def from_js_tiktoken(cls, path: str | os.PathLike, *, device: str = "cpu") -> BPETokenizer:
+        """A JS-tiktoken rank JSON (``{"pat_str", "special_tokens", "bpe_ranks"}``, e.g. the ``claude.json`` of
+        ``@anthropic-ai/tokenizer``), applied as that package does: NFKC, then every special token matched."""
+        return cls(read_js_tiktoken(path), device=device)
+
+    @classmethod
     def from_pretrained(cls, directory: str | os.PathLike, *, device: str = "cpu") -> BPETokenizer:
         """An HF tokenizer directory (``tokenizer.json``, + ``tokenizer_config.json`` when present), or GPT-2's
         ``encoder.json`` + ``vocab.bpe`` in it."""
@@ -204,6 +221,17 @@ class BPETokenizer(Placed):
 
     # ------------------------------------------------------------------------------------- encoding
 
+    def _normalized(self, content: bytes) -> bytes:
+        """What a normalized added token matches: its content normalized, as HF builds its pattern (by this
+        package's kernels and tables, not Python's ``unicodedata``, whose Unicode version differs; a form's kernel
+        runs only for a content that is not ASCII, which every form leaves as it is)."""
+        if self._prog is not None:
+            return normalize_texts(self._prog, [content])[0]
+        if not self._form or content.isascii():
+            return content
+        got = nfc_normalize([content], form=self._form)[0]
+        return content if got is None else got
+
     def _added_tables(self, allowed: Specials, disallowed: Specials) -> tuple:
         """The added tokens a kernel matches (sorted by first byte), for this allowed / disallowed choice."""
         key = (_key(allowed), _key(disallowed))
@@ -225,7 +253,7 @@ class BPETokenizer(Placed):
             if f and a.content:
                 f |= (F_NORMALIZED if a.normalized and self._match_all else 0) | (F_LSTRIP if a.lstrip else 0) \
                     | (F_RSTRIP if a.rstrip else 0) | (F_SINGLE_WORD if a.single_word else 0)
-                items.append((_nfc_pattern(a.content) if f & F_NORMALIZED and self.spec.nfc else a.content, a.id, f))
+                items.append((self._normalized(a.content) if f & F_NORMALIZED else a.content, a.id, f))
         got = tuple(K.to_device(a, self.target, self.xp) for a in added_arrays(items))
         if len(self._adds) < 16:
             self._adds[key] = got
@@ -283,8 +311,10 @@ class BPETokenizer(Placed):
         specials = check_bool("add_special_tokens", add_special_tokens)
         cfg = self._cfg
         if not specials and (self.spec.prefix or self.spec.suffix):
-            cfg = K.to_device(np.concatenate([self._cfg_host[:2], [1 + self._rx_extra, 0, 0]]), self.target, self.xp)
-        extra = 1 + self._rx_extra + (len(self.spec.prefix) + len(self.spec.suffix) if specials else 0)
+            cfg = K.to_device(np.concatenate([self._cfg_host[:2], [1 + self._rx_extra + self._norm_extra, 0, 0]]),
+                              self.target, self.xp)
+        extra = 1 + self._rx_extra + self._norm_extra + (len(self.spec.prefix) + len(self.spec.suffix) if specials
+                                                         else 0)
         return cfg, self._added_tables(allowed, disallowed), extra
 
     def _scratch(self, size: int, wsize: int) -> tuple[Any, Any, Any]:
@@ -296,7 +326,7 @@ class BPETokenizer(Placed):
         benchmarks/RESULTS.md, Design measurements, ops/bpe/tokenizer.py: _scratch)."""
         xp = self.xp
         pool = _POOL if self.target == "cpu" else None
-        nsize = size if self.mult > 1 or self.spec.nfc else 1  # (no normalized copy: a placeholder)
+        nsize = size if self.mult > 1 or self._form else 1  # (no normalized copy: a placeholder)
         got = []
         for name, need, least, rows, dtype, what in (
                 ("nbuf", nsize, 1 << 16, (), np.uint8, "the normalized text"),
@@ -595,14 +625,9 @@ def _spare_cache(spares: list, cache: tuple) -> None:
         spares.append(cache)
 
 
-def _nfc_pattern(content: bytes) -> bytes:
-    """What a normalized added token matches under NFC: its content normalized, as HF builds its pattern (by this
-    package's NFC kernel and tables, not Python's ``unicodedata``, whose Unicode version differs; compiled only
-    for a content that is not ASCII, which NFC leaves as it is)."""
-    if content.isascii():
-        return content
-    got = nfc_normalize([content])[0]
-    return content if got is None else got
+def _up(x: Any, target: str, xp: Any) -> Any:
+    """A nested tuple of host arrays on ``target``'s device."""
+    return tuple(_up(a, target, xp) for a in x) if isinstance(x, tuple) else K.to_device(x, target, xp)
 
 
 def _options_key(add_special_tokens: Any, allowed: Specials, disallowed: Specials) -> tuple:

@@ -33,7 +33,7 @@ from typing import Any
 
 PACKAGE = Path(__file__).resolve().parents[2]  # triton_textops/
 OPS = PACKAGE / "ops"
-TABLES = ("unicode_tables.npz", "bpe_classes.npz", "nfc_tables.npz")  # data the kernels' tables are built from
+TABLES = ("unicode_tables.npz", "bpe_classes.npz", "unorm_tables.npz")  # data the kernels' tables are built from
 
 
 @functools.cache

@@ -343,7 +343,8 @@ COMPONENTS: dict[str, dict[str, tuple[dict, dict]]] = {  # family -> type -> (re
         "BertNormalizer": ({"clean_text": BOOL, "handle_chinese_chars": BOOL, "lowercase": BOOL},
                            {"strip_accents": opt(BOOL)}),
         "Sequence": ({"normalizers": list_of(_component("normalizer"))}, {}),
-        "NFC": ({}, {}), "Lowercase": ({}, {}),
+        "NFC": ({}, {}), "NFD": ({}, {}), "NFKC": ({}, {}), "NFKD": ({}, {}), "Lowercase": ({}, {}),
+        "StripAccents": ({}, {}),
     },
     "pre_tokenizer": {
         "ByteLevel": _BYTE_LEVEL,

@@ -1,5 +1,7 @@
 """SentencePiece normalization in the kernels: HF's normalizers of SentencePiece conversions (``Prepend``,
-``Replace`` of a string or of a run ``"X{k,}"``, ``Strip``, ``Precompiled``, and sequences of them) and
+``Replace`` of a string or of a run ``"X{k,}"``, ``Strip``, ``Precompiled``, ``NFC``, ``NFD``, ``NFKC``, ``NFKD``,
+``Lowercase``, ``StripAccents``, and sequences of them; the Unicode ones are :mod:`~triton_textops.ops.core.unorm`'s
+device functions, which byte-level BPE files with such normalizers run through this same program) and
 sentencepiece's own ``Normalizer::Normalize`` of a ``.model`` (its precompiled charsmap by longest prefix,
 ``add_dummy_prefix``, ``remove_extra_whitespaces``, ``escape_whitespaces``, user-defined symbols passed through).
 
@@ -28,13 +30,20 @@ from typing import Any
 import numpy as np
 
 from triton_textops.ops.core import kernels as K
+from triton_textops.ops.core import unorm as U
+from triton_textops.ops.core.unorm import map_write, nfc_quick, nfc_write
 from triton_textops.ops.core.utf8 import utf8_at
 
-OP_PREPEND, OP_REPLACE, OP_RUN, OP_STRIP, OP_SPM, OP_PRECOMP = range(1, 7)
+OP_PREPEND, OP_REPLACE, OP_RUN, OP_STRIP, OP_SPM, OP_PRECOMP, OP_FORM, OP_MAP = range(1, 9)
+# OP_FORM's arg: the index of the form in unorm.FORMS; OP_MAP's: in unorm.MAPS
+FORM_NAMES = {"NFC": "nfc", "NFD": "nfd", "NFKC": "nfkc", "NFKD": "nfkd"}
+MAP_NAMES = {"Lowercase": "lower", "StripAccents": "strip"}
 OP_W = 6  # int64 per op in the program array: kind, pattern offset, pattern length, content offset, length, arg
 # SPM's arg bits
 SPM_DUMMY, SPM_EXTRA, SPM_ESCAPE = 1, 2, 4
-NT_PROG, NT_POOL, NT_UNITS, NT_NORM, NT_UD, NT_GIDX, NT_GFLAGS = range(7)  # the normalizer tuple a kernel takes
+# the normalizer tuple a kernel takes; NT_FORMS: the four forms' tables (unorm.form_tables layout; a form the
+# program does not use: a one-entry placeholder of the same types), NT_MAPS: unorm's maps tuple (likewise)
+NT_PROG, NT_POOL, NT_UNITS, NT_NORM, NT_UD, NT_GIDX, NT_GFLAGS, NT_FORMS, NT_MAPS = range(9)
 # grapheme-cluster flags of HF's Precompiled (scripts/gen_grapheme_tables.py measures them on HF)
 (GB_EXT, GB_PRE, GB_CTL, GB_CR, GB_LF, GB_HL, GB_HVL, GB_HTL, GB_HLR, GB_HVR, GB_HTR, GB_EP, GB_ZWJ, GB_XEP, GB_CONS,
  GB_LNK, GB_INX) = (1 << i for i in range(17))
@@ -70,6 +79,12 @@ class Program:
             elif kind == OP_PRECOMP:
                 f = max(1, charsmap_growth(self.charsmap, False))
                 a, b = a * f, b * f
+            elif kind == OP_FORM:
+                f = U.form_expansion(U.FORMS[arg])
+                a, b = a * f, b * f
+            elif kind == OP_MAP:
+                f = U.packaged_map_expansion(U.MAPS[arg])
+                a, b = a * f, b * f
         return a, b
 
     def tables(self) -> tuple[np.ndarray, ...]:
@@ -88,8 +103,16 @@ class Program:
             check_grapheme_tables(gidx, gfl)
         else:
             gidx, gfl = np.zeros(N_CP >> GB_SHIFT, dtype=np.int32), np.zeros(1 << GB_SHIFT, dtype=np.int32)
+        used = {arg for kind, _, _, arg in self.ops if kind == OP_FORM}
+        forms = tuple(U.table_tuple(U.load_tables(), f) if k in used else _FORM_PLACEHOLDER
+                      for k, f in enumerate(U.FORMS))
+        maps = U.map_tuple(U.load_tables()) if any(op[0] == OP_MAP for op in self.ops) else _MAP_PLACEHOLDER
         return (np.array(prog, dtype=np.int64), np.frombuffer(pool or b"\0", dtype=np.uint8).copy(), units, norm,
-                frozen_table(self.frozen), gidx, gfl)
+                frozen_table(self.frozen), gidx, gfl, forms, maps)
+
+
+_FORM_PLACEHOLDER = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32), *U.NO_COMPOSE)
+_MAP_PLACEHOLDER = tuple(np.zeros(1, np.int32) for _ in range(5))
 
 
 N_CP = 0x110000
@@ -179,7 +202,7 @@ def from_json(norm: Any, refuse: Any) -> Program:
     prog = Program()
     if norm is None:
         return prog
-    steps = norm.get("normalizers") if norm.get("type") == "Sequence" else [norm]
+    steps = _steps(norm)
     for i, st in enumerate(steps):
         kind = st.get("type")
         if kind == "Prepend":
@@ -214,11 +237,20 @@ def from_json(norm: Any, refuse: Any) -> Program:
                 refuse(f"normalizer[{i}].precompiled_charsmap", "...", str(e))
             prog.charsmap = blob
             prog.ops.append((OP_PRECOMP, b"", b"", 0))
-        elif kind in ("NFKC", "NFKD", "NFD", "NFC", "Lowercase", "StripAccents"):
-            refuse(f"normalizer[{i}]", {"type": kind}, "is not supported yet in a SentencePiece tokenizer.json")
+        elif kind in FORM_NAMES:
+            prog.ops.append((OP_FORM, b"", b"", U.FORMS.index(FORM_NAMES[kind])))
+        elif kind in MAP_NAMES:
+            prog.ops.append((OP_MAP, b"", b"", U.MAPS.index(MAP_NAMES[kind])))
         else:
             refuse(f"normalizer[{i}]", {"type": kind}, "is not supported")
     return prog
+
+
+def _steps(norm: Any) -> list:
+    """The normalizers of ``norm`` in the order HF applies them: a ``Sequence`` (nested ones too) flattened."""
+    if not isinstance(norm, dict) or norm.get("type") != "Sequence":
+        return [norm]
+    return [st for sub in norm.get("normalizers") or [] for st in _steps(sub)]
 
 
 def from_spm(charsmap: bytes, dummy: bool, extra: bool, escape: bool, frozen: list[bytes]) -> Program:
@@ -485,6 +517,24 @@ def sp_norm_op(buf, a, b, out, o, cap, ntab, op):
         return spm_normalize(buf, a, b, out, o, cap, ntab, arg)
     if kind == OP_PRECOMP:
         return precompiled(buf, a, b, out, o, cap, ntab)
+    if kind == OP_FORM:
+        forms = ntab[NT_FORMS]
+        tabs = forms[0]
+        if arg == 1:
+            tabs = forms[1]
+        elif arg == 2:
+            tabs = forms[2]
+        elif arg == 3:
+            tabs = forms[3]
+        if nfc_quick(buf, a, b, tabs):
+            return nfc_write(buf, a, b, out, o, cap, tabs)
+        if o + (b - a) > cap:  # in the form already: copied
+            return -1
+        for k in range(b - a):
+            out[o + k] = buf[a + k]
+        return o + (b - a)
+    if kind == OP_MAP:
+        return map_write(buf, a, b, out, o, cap, ntab[NT_MAPS], arg)
     if kind == OP_STRIP:
         while a < b and (arg & 1):
             cp, n = utf8_at(buf, a, b)

@@ -1,41 +1,54 @@
-"""Unicode NFC exactly as HuggingFace ``tokenizers`` does it (``normalizers.NFC()``), as device functions.
+"""Unicode normalization forms (NFC, NFD, NFKC, NFKD) and the per-code-point maps (``Lowercase``,
+``StripAccents``) exactly as HuggingFace ``tokenizers`` does them (``normalizers.NFC()`` ...), as device functions.
 
-Qwen2's ``tokenizer.json`` normalizes with NFC before pre-tokenizing, so the BPE kernel runs :func:`nfc_quick` on
-each text segment and, when it says the bytes may change, :func:`nfc_write`. HF's NFC comes from the Rust crate
-``unicode-normalization-alignments``, whose Unicode data is older than the running Python's ``unicodedata``; the
-tables are therefore *measured* on the oracle by ``scripts/gen_nfc_tables.py`` (which also runs this module's
-algorithm against the oracle on every code point alone and in contexts: 0 differences) and shipped as package
-data (``data/nfc_tables.npz``). Nothing is rebuilt from ``unicodedata``.
+One implementation for every tokenizer family: the BPE kernel runs :func:`nfc_quick` / :func:`nfc_write` on each
+text segment of a file normalized by NFC alone, and the normalizer programs (:mod:`~triton_textops.ops.
+sentencepiece.normalize`, used by SentencePiece and by byte-level BPE files with any other normalizer) run the
+same functions on the form's tables and :func:`map_write` for ``Lowercase`` / ``StripAccents``. HF's forms come
+from the Rust crate ``unicode-normalization-alignments``, whose Unicode data is older than the running Python's
+``unicodedata``; Lowercase is Rust's ``char::to_lowercase`` per character (U+0130 -> ``i`` U+0307; no final-sigma
+rule), StripAccents removes every code point the crate calls a combining mark (Mn, Mc, Me), one at a time, after
+nothing (it does not decompose: ``StripAccents`` of U+00E9 is U+00E9). The tables are therefore *measured* on the
+oracle by ``scripts/gen_unorm_tables.py`` (which also runs this module's algorithm against the oracle on every code
+point alone and in contexts: 0 differences) and shipped as package data (``data/unorm_tables.npz``). Nothing is
+rebuilt from ``unicodedata``.
 
-The algorithm is the crate's: full canonical decomposition (Hangul syllables algorithmically), a stable sort of
-each run of combining marks by canonical combining class (ccc), then canonical composition (a mark composes
-with the last starter unless an uncomposed mark of a class >= its own stands between them; a starter composes
-with the starter right before it, as Hangul LV + T or U+0B47 + U+0B3E). It needs no scratch memory: the
-decomposed text is never stored but walked with a cursor (input byte, index in that code point's decomposition).
-A run of marks is walked once to find its end (and whether it is in canonical order, its classes); then, in
-order, once to compose into the starter before it and once to write the marks left. A run out of order (rare:
-real text has runs of one to three marks, mostly in order already) is streamed in canonical order instead, one
-walk per class present (HF's data has 54 classes) to write, and one per class present that holds a mark able to
-compose (11 such classes), stopped at the first mark of that class that does not compose. Time is linear in the
-segment (times that constant for out-of-order runs); no allocation, no recursion.
+The algorithm is the crate's: full decomposition (canonical for NFC/NFD, compatibility for NFKC/NFKD, up to 18 code
+points: U+FDFA; Hangul syllables algorithmically), a stable sort of each run of combining marks by canonical
+combining class (ccc), then, for NFC/NFKC, canonical composition (a mark composes with the last starter unless an
+uncomposed mark of a class >= its own stands between them; a starter composes with the starter right before it, as
+Hangul LV + T or U+0B47 + U+0B3E). The four forms differ only in their tables (same layout): the decomposition
+pool, the quick-check bit, and for NFD/NFKD composition tables that compose nothing (``comp_vals[0] < 0``). It
+needs no scratch memory: the decomposed text is never stored but walked with a cursor (input byte, index in that
+code point's decomposition). A run of marks is walked once to find its end (and whether it is in canonical order,
+its classes); then, in order, once to compose into the starter before it and once to write the marks left. A run
+out of order (rare: real text has runs of one to three marks, mostly in order already) is streamed in canonical
+order instead, one walk per class present (HF's data has 54 classes) to write, and one per class present that
+holds a mark able to compose (11 such classes), stopped at the first mark of that class that does not compose.
+Time is linear in the segment (times that constant for out-of-order runs); no allocation, no recursion.
 
-Use from a kernel (``tabs = nfc_tables(target, xp)``, passed down as one argument; ``data[lo:hi]`` valid UTF-8)::
+Use from a kernel (``tabs = form_tables("nfc", target, xp)``, passed down as one argument; ``data[lo:hi]`` valid
+UTF-8)::
 
-    if nfc_quick(data, lo, hi, tabs):                  # False: the bytes are NFC already, use them as they are
-        end = nfc_write(data, lo, hi, out, o, cap, tabs)  # NFC bytes in out[o:end]; -1: did not fit
-    # cap - o >= NFC_EXPAND * (hi - lo) always fits (NFC_EXPAND = 3 with HF's tables); no scratch is needed
+    if nfc_quick(data, lo, hi, tabs):                  # False: the bytes are in the form already, use them as they are
+        end = nfc_write(data, lo, hi, out, o, cap, tabs)  # normalized bytes in out[o:end]; -1: did not fit
+    # cap - o >= expansion(form) * (hi - lo) always fits (3 for NFC/NFD, 11 for NFKC/NFKD with HF's tables)
 
-Tables (:func:`nfc_tables`, one tuple, the kernels' ``tabs`` argument):
+Tables of a form (:func:`form_tables`, one tuple, the kernels' ``tabs`` argument):
 
 0. ``idx`` int32 [0x110000 >> 7]: block number of each 128-code-point block;
-1. ``info`` int32 [blocks * 128]: per code point ``ccc | QC_BIT | decomposition length << 9 | pool offset << 12 |
-   FIRST_BIT``. QC_BIT: NFC may change a text holding this code point (NFC changes it alone, or it composes with
-   a character before it: for a code point NFD keeps, QC_BIT means exactly the latter, SECOND). The length is 0
-   for a code point that does not decompose and for Hangul syllables (decomposed by arithmetic). FIRST_BIT: the
-   code point is the first of a composition pair;
+1. ``info`` int32 [blocks * 128]: per code point ``ccc | QC_BIT | decomposition length << 9 | pool offset << 14 |
+   FIRST_BIT``. QC_BIT: the form may change a text holding this code point (it changes it alone, or, composing
+   forms, it composes with a character before it: for a code point the decomposition keeps, QC_BIT means exactly
+   the latter, SECOND). The length is 0 for a code point that does not decompose and for Hangul syllables
+   (decomposed by arithmetic). FIRST_BIT: the code point is the first of a composition pair;
 2. ``pool`` int32: decompositions, each entry ``code point | (ccc | SECOND) << 21``;
 3. ``comp_keys`` int64, sorted: ``first << 21 | second`` of every composition pair (Hangul excluded);
-4. ``comp_vals`` int32: the composite of each pair.
+4. ``comp_vals`` int32: the composite of each pair. NFD/NFKD: ``[-1]`` and ``[-1]``, nothing composes.
+
+Maps (:func:`map_tables`): ``(lower_idx, lower_map, strip_idx, strip_map, map_pool)``, blocks of 128 as above; a
+map's entry for a code point is 0 when it stays as it is, the code point it becomes (> 0), -1 when it is removed,
+or ``-2 - k`` for the several code points ``map_pool[k + 1 : k + 1 + map_pool[k]]``.
 """
 
 from __future__ import annotations
@@ -56,8 +69,8 @@ CCC_MASK = 0xFF
 QC_BIT = 1 << 8
 SECOND = QC_BIT  # in a decomposition's key: the code point composes with a starter before it
 KEY_MASK = CCC_MASK | SECOND
-DLEN_SHIFT, DLEN_MASK, DOFF_SHIFT, DOFF_MASK = 9, 7, 12, 0xFFFF
-FIRST_BIT = 1 << 28
+DLEN_SHIFT, DLEN_MASK, DOFF_SHIFT, DOFF_MASK = 9, 31, 14, 0xFFFF
+FIRST_BIT = 1 << 30
 CP_BITS = 21
 CP_MASK = (1 << CP_BITS) - 1
 # Hangul (Unicode ch. 3.12); the generator checks HF's NFD/NFC of every syllable and jamo pair against these
@@ -68,8 +81,13 @@ S_COUNT = L_COUNT * N_COUNT
 NO_CLASS = 256  # above every ccc
 
 
+FORMS = ("nfc", "nfd", "nfkc", "nfkd")  # HF's NFC, NFD, NFKC, NFKD
+COMPOSING = ("nfc", "nfkc")
+MAPS = ("lower", "strip")  # HF's Lowercase, StripAccents
+
+
 def load_tables(path: Any = None) -> dict[str, np.ndarray]:
-    """The arrays of ``nfc_tables.npz`` (the packaged one by default) as a dict."""
+    """The arrays of ``unorm_tables.npz`` (the packaged one by default) as a dict."""
     if path is None:
         return dict(_packaged())
     with np.load(path) as z:
@@ -78,24 +96,55 @@ def load_tables(path: Any = None) -> dict[str, np.ndarray]:
 
 @functools.lru_cache(maxsize=1)
 def _packaged() -> dict[str, np.ndarray]:
-    ref = resources.files("triton_textops") / "data" / "nfc_tables.npz"
+    ref = resources.files("triton_textops") / "data" / "unorm_tables.npz"
     with resources.as_file(ref) as p, np.load(p) as z:
         return {k: z[k] for k in z.files}
 
 
-TABLE_NAMES = ("idx", "info", "pool", "comp_keys", "comp_vals")
+TABLE_NAMES = ("idx", "info", "pool")  # per form, as ``{form}_idx`` ...; then the shared comp_keys, comp_vals
+NO_COMPOSE = (np.full(1, -1, dtype=np.int64), np.full(1, -1, dtype=np.int32))
 
 
-def table_tuple(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
-    """The kernels' ``tabs`` tuple (host arrays) from a dict of table arrays."""
-    return tuple(np.ascontiguousarray(arrays[k]) for k in TABLE_NAMES)
+def table_tuple(arrays: dict[str, np.ndarray], form: str = "nfc") -> tuple[np.ndarray, ...]:
+    """The kernels' ``tabs`` tuple (host arrays) of ``form`` from a dict of table arrays."""
+    if form not in FORMS:
+        raise ValueError(f"unknown normalization form {form!r} (one of {FORMS})")
+    own = tuple(np.ascontiguousarray(arrays[f"{form}_{k}"]) for k in TABLE_NAMES)
+    if form not in COMPOSING:
+        return own + NO_COMPOSE
+    return own + (np.ascontiguousarray(arrays["comp_keys"]), np.ascontiguousarray(arrays["comp_vals"]))
+
+
+@functools.lru_cache(maxsize=16)
+def form_tables(form: str, target: str, xp: Any = np) -> tuple:
+    """The packaged tables of ``form`` as the ONE tuple the device functions take (``tabs``), on ``target``'s
+    device ("cpu": the host arrays; "cuda": uploaded once, cached)."""
+    return tuple(K.to_device(a, target, xp) for a in table_tuple(_packaged(), form))
+
+
+def map_tuple(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The kernels' maps tuple (host arrays) from a dict of table arrays (the module docstring)."""
+    return tuple(np.ascontiguousarray(arrays[k]) for k in ("lower_idx", "lower_map", "strip_idx", "strip_map",
+                                                             "map_pool"))
 
 
 @functools.lru_cache(maxsize=8)
-def nfc_tables(target: str, xp: Any = np) -> tuple:
-    """The packaged tables as the ONE tuple the device functions take (``tabs``), on ``target``'s device
-    ("cpu": the host arrays; "cuda": uploaded once, cached)."""
-    return tuple(K.to_device(a, target, xp) for a in table_tuple(_packaged()))
+def map_tables(target: str, xp: Any = np) -> tuple:
+    """The packaged Lowercase / StripAccents maps as one tuple on ``target``'s device (cached)."""
+    return tuple(K.to_device(a, target, xp) for a in map_tuple(_packaged()))
+
+
+def map_expansion(arrays: dict[str, np.ndarray], name: str) -> int:
+    """Most output bytes per input byte of map ``name`` ("lower" or "strip"), from the table arrays."""
+    idx, vals, pool = arrays[f"{name}_idx"].astype(np.int64), arrays[f"{name}_map"].astype(np.int64), \
+        arrays["map_pool"].astype(np.int64)
+    full = vals[(idx[:, None] << BLOCK_SHIFT) + np.arange(1 << BLOCK_SHIFT)].reshape(-1)
+    cps = np.arange(full.shape[0])
+    out = np.where(full > 0, _utf8_len(np.maximum(full, 0)), np.where(full == 0, _utf8_len(cps), 0))
+    for k in np.unique(full[full <= -2]):
+        at = -2 - int(k)
+        out[full == k] = int(_utf8_len(pool[at + 1 : at + 1 + pool[at]]).sum())
+    return max(1, int(np.max(-(-out // _utf8_len(cps)))))
 
 
 HANGUL_EXPAND = 3  # a Hangul syllable (3 bytes) decomposes to at most 3 jamo of 3 bytes each
@@ -125,13 +174,20 @@ def __getattr__(name: str) -> Any:
     """``NFC_EXPAND``: max output bytes of NFC per input byte (3 with HF's tables), measured from the packaged
     tables on first use (importing this module reads no file)."""
     if name == "NFC_EXPAND":
-        return _packaged_expansion()
+        return form_expansion("nfc")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@functools.lru_cache(maxsize=1)
-def _packaged_expansion() -> int:
-    return expansion(table_tuple(_packaged()))
+@functools.lru_cache(maxsize=8)
+def form_expansion(form: str) -> int:
+    """Most output bytes per input byte of ``form`` with the packaged tables (3: NFC, NFD; 11: NFKC, NFKD)."""
+    return expansion(table_tuple(_packaged(), form))
+
+
+@functools.lru_cache(maxsize=2)
+def packaged_map_expansion(name: str) -> int:
+    """Most output bytes per input byte of the packaged map ``name`` (2: Lowercase, 1: StripAccents)."""
+    return map_expansion(_packaged(), name)
 
 
 # ------------------------------------------------------------------------------------ device code
@@ -235,7 +291,9 @@ def nfc_elem(data, i, j, hi, tabs):
 @K.device
 def nfc_compose(a, b, tabs):
     """The primary composite of starter ``a`` followed by ``b``, or -1 (Hangul: L + V -> LV, LV + T -> LVT;
-    the rest: a binary search of the measured pairs)."""
+    the rest: a binary search of the measured pairs; always -1 with the tables of NFD and NFKD)."""
+    if tabs[4][0] < 0:
+        return -1
     la = a - L_BASE
     if 0 <= la < L_COUNT:
         vb = b - V_BASE
@@ -516,22 +574,104 @@ NFC_KERNEL = K.kernel(nfc_text)
 
 
 def nfc_normalize(texts: Sequence[str | bytes], target: str = "cpu", xp: Any = np, *, tables: tuple | None = None,
-                  quick: bool = True, caps: Sequence[int] | None = None) -> list[bytes | None]:
-    """NFC (UTF-8 bytes) of each text, by the kernels on ``target``: a host-side aid for the tests, the table
-    generator (``tables``: a host ``tabs`` tuple to use instead of the packaged one) and debugging. ``caps``: the
-    output bytes each text may use (default ``NFC_EXPAND`` per input byte); a text that does not fit gives None.
-    ``quick=False`` runs :func:`nfc_write` on every text, even those :func:`nfc_quick` would pass."""
+                  quick: bool = True, caps: Sequence[int] | None = None, form: str = "nfc") -> list[bytes | None]:
+    """``form`` (NFC by default; "nfd", "nfkc", "nfkd") of each text as UTF-8 bytes, by the kernels on ``target``:
+    a host-side aid for the tests, the table generator (``tables``: a host ``tabs`` tuple to use instead of the
+    packaged one) and debugging. ``caps``: the output bytes each text may use (default the form's expansion per
+    input byte); a text that does not fit gives None. ``quick=False`` runs :func:`nfc_write` on every text, even
+    those :func:`nfc_quick` would pass."""
     data, offs = pack_host(texts)
     n = offs.shape[0] - 1
-    expand = _packaged_expansion() if tables is None else expansion(tables)
+    expand = form_expansion(form) if tables is None else expansion(tables)
     size = np.diff(offs) * expand if caps is None else np.asarray(caps, dtype=np.int64)
     oofs = np.zeros(n + 1, dtype=np.int64)
     oofs[1:] = np.cumsum(size)
     out = np.zeros(max(1, int(oofs[-1])), dtype=np.uint8)
     olen = np.zeros(n, dtype=np.int64)
-    tabs = nfc_tables(target, xp) if tables is None else tuple(K.to_device(a, target, xp) for a in tables)
+    tabs = form_tables(form, target, xp) if tables is None else tuple(K.to_device(a, target, xp) for a in tables)
     dev = [K.to_device(a, target, xp) for a in (data, offs, out, oofs, olen)]
     K.launch(target, NFC_KERNEL, n, *dev[:5], tabs, quick)
+    out_h = K.to_host(dev[2], target)
+    olen_h = K.to_host(dev[4], target)
+    return [None if olen_h[t] < 0 else out_h[oofs[t] : oofs[t] + olen_h[t]].tobytes() for t in range(n)]
+
+
+# ------------------------------------------------------------------------------------ Lowercase, StripAccents
+
+
+@K.device(inline=True)
+def map_entry(cp, idx, vals):
+    """The entry of code point ``cp`` (0 .. 0x10FFFF) in a map (``idx``, ``vals``): the module docstring."""
+    return int(vals[(int(idx[cp >> BLOCK_SHIFT]) << BLOCK_SHIFT) | (cp & BLOCK_MASK)])
+
+
+@K.device
+def map_write(data, lo, hi, out, o, cap, maps, which):
+    """Map ``which`` (0: Lowercase, 1: StripAccents) of ``data[lo:hi]`` (valid UTF-8) into ``out[o:cap]``, one
+    code point at a time (both are per character in HF); the new end, -1 when it does not fit. ASCII takes no
+    table lookup (Lowercase: A-Z; StripAccents keeps ASCII: checked by the generator)."""
+    if lo < 0 or hi > data.shape[0] or o < 0:
+        return -1
+    if cap > out.shape[0]:
+        cap = out.shape[0]
+    idx = maps[2 * which]
+    vals = maps[2 * which + 1]
+    pool = maps[4]
+    i = lo
+    while i < hi:
+        b = int(data[i])
+        if b < 0x80:
+            if which == 0 and 0x41 <= b <= 0x5A:
+                b += 0x20
+            if o >= cap:
+                return -1
+            out[o] = b
+            o += 1
+            i += 1
+            continue
+        cp, n = nfc_decode(data, i, hi)
+        i += n
+        if cp < 0:
+            cp = 0xFFFD
+        v = map_entry(cp, idx, vals)
+        if v == 0:
+            o = nfc_put(out, o, cap, cp)
+        elif v > 0:
+            o = nfc_put(out, o, cap, v)
+        elif v <= -2:
+            at = -2 - v
+            for k in range(int(pool[at])):
+                if o >= 0:
+                    o = nfc_put(out, o, cap, int(pool[at + 1 + k]))
+        if o < 0:
+            return -1
+    return o
+
+
+@K.device
+def map_text(t, data, offs, out, oofs, olen, maps, which):
+    """Map ``which`` of text ``t`` into ``out[oofs[t]:oofs[t+1]]``; its length in ``olen[t]`` (-1: did not fit)."""
+    o = oofs[t]
+    end = map_write(data, offs[t], offs[t + 1], out, o, oofs[t + 1], maps, which)
+    olen[t] = end - o if end >= 0 else -1
+
+
+MAP_KERNEL = K.kernel(map_text)
+
+
+def map_normalize(texts: Sequence[str | bytes], which: str, target: str = "cpu", xp: Any = np, *,
+                  tables: tuple | None = None) -> list[bytes | None]:
+    """Map ``which`` ("lower": HF's Lowercase, "strip": StripAccents) of each text as UTF-8 bytes, by the kernels
+    on ``target`` (``tables``: a host maps tuple instead of the packaged one): the tests' and generator's aid."""
+    data, offs = pack_host(texts)
+    n = offs.shape[0] - 1
+    oofs = np.zeros(n + 1, dtype=np.int64)
+    oofs[1:] = np.cumsum(np.diff(offs) * 3)
+    out = np.zeros(max(1, int(oofs[-1])), dtype=np.uint8)
+    olen = np.zeros(n, dtype=np.int64)
+    maps = map_tables(target, xp) if tables is None else tuple(K.to_device(a, target, xp) for a in tables)
+    dev = [K.to_device(a, target, xp) for a in (data, offs, out, oofs, olen)]
+    K.launch(target, MAP_KERNEL, n, *dev[:5], maps, MAPS.index(which))
     out_h = K.to_host(dev[2], target)
     olen_h = K.to_host(dev[4], target)
     return [None if olen_h[t] < 0 else out_h[oofs[t] : oofs[t] + olen_h[t]].tobytes() for t in range(n)]
