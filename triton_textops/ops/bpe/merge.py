@@ -5,9 +5,10 @@ cost one hash probe. Only what is not emitted whole is merged (:func:`bpe_piece`
 pair of lowest rank, leftmost on ties (:func:`pair_at`): HF's ranked merges through a (left id, right id) ->
 (rank, result) table; tiktoken's rule (a pair merges into the token of its bytes, ranked by its id) by looking the
 pair's bytes up in the token table itself (:func:`span_pair`, bound into a rank file's kernel). Pieces of
-up to :data:`SHORT` symbols rescan their rank row in index order (a symbol merged away ranks NO_PAIR); longer ones
-keep an indexed min-heap keyed by (rank, position), so a 1 MB run of one letter is n log n, not quadratic. The
-heap keeps each pair's result beside its rank, so merging the top looks nothing up again. On the CPU, each kernel share
+up to :data:`SHORT` symbols rescan their rank row in index order (a symbol merged away ranks NO_PAIR); up to
+:data:`MID`, the row in blocks of ~sqrt(n) symbols with each block's lowest rank kept (:func:`block_min`); longer
+ones keep an indexed min-heap keyed by (rank, position), so a 1 MB run of one letter is n log n, not quadratic.
+Each symbol's pair result is kept beside its rank, so merging the best pair looks nothing up again. On the CPU, each kernel share
 keeps the pieces it merged (:func:`cache_get` / :func:`cache_put`: bytes -> ids, verified on the bytes, emptied when
 full), so a word that repeats is merged once per thread; the GPU kernels run without it (one thread per text).
 
@@ -23,7 +24,8 @@ from triton_textops.ops.bpe.formats import BPESpec
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.words import U1, word_at
 
-SHORT = 48  # pieces of more symbols use the heap
+SHORT = 24  # pieces of more symbols scan the rank row by blocks
+MID = 1024  # pieces of more symbols use the heap
 # the merge cache of the CPU kernels, a row per kernel share: pieces of up to CACHE_PIECE bytes that were merged ->
 # their ids, emptied when full. Two arrays (few arguments: each array a kernel layer passes costs compile time):
 # meta int64 [used entries, bytes used, ids used, slots, entry columns | slots | entries (2 columns each) | ids] and
@@ -139,9 +141,10 @@ def pair_of(a, b, voc):
     mask = voc[VCONST][PAIR_MASK]
     s = mix64(key) & mask
     for _ in range(voc[VCONST][PAIR_PROBE] + 1):
-        k = pairs[s, 0]
+        u = np.uint64(s)  # (s >= 0: no negative-index wrap)
+        k = pairs[u, 0]
         if k == key:
-            v = pairs[s, 1]
+            v = pairs[u, 1]
             return v >> 32, v & 0xFFFFFFFF
         if k < 0:
             break
@@ -153,7 +156,7 @@ def pair_of(a, b, voc):
 def pair_at(buf, lo, sym, nxt, base, n, a, b, voc):
     """(rank, result id) of merging the piece's symbol at ``a`` with the next one, at ``b``: by their ids
     (:func:`pair_of`; HF's ranked merges). A rank file's kernel calls :func:`span_pair` instead, through :func:`pair_near`."""
-    return pair_of(sym[base + a], sym[base + b], voc)
+    return pair_of(sym[np.uint64(base + a)], sym[np.uint64(base + b)], voc)
 
 
 @K.device(inline=True)
@@ -170,11 +173,22 @@ def span_pair(buf, lo, sym, nxt, base, n, a, b, voc):
     as one token, whose id is the rank and the result. The whole-token table answers it: rank files need no pair
     table (cl100k: 8 MB less, and merges read the table lookups keep warm). Inlined at the merge step's call sites
     (:func:`pair_near`)."""
-    e = nxt[base + b]
+    e = nxt[np.uint64(base + b)]
     hi = lo + (e if e < n else n)
     h, q = piece_hash(buf, lo + a, hi)
     t = lookup(buf, lo + a, hi, h, q, voc, False)
     return (t, t) if t >= 0 else (NO_PAIR, -1)
+
+
+@K.device(inline=True)
+def block_min(rk, bm, base, n, b, sh):
+    """``bm[base + b]`` = the lowest rank of block ``b`` (symbols ``b << sh`` up to ``(b + 1) << sh``) of the rank row."""
+    m = NO_PAIR
+    k = base + (b << sh)
+    e = k + (1 << sh)
+    for i in range(np.uint64(k), np.uint64(e if e < base + n else base + n)):  # (unsigned: no negative-index wrap)
+        m = min(m, rk[i])
+    bm[base + b] = m
 
 
 @K.device(inline=True)
@@ -240,17 +254,19 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
     hp = work[3]
     n = hi - lo
     byte_ids = voc[BYTE_IDS]
-    for k in range(n):
-        sym[base + k] = byte_ids[buf[lo + k]]
-        nxt[base + k] = k + 1
+    for k in range(n):  # (unsigned indices: no negative-index wrap on each load)
+        u = np.uint64(base + k)
+        sym[u] = byte_ids[buf[np.uint64(lo + k)]]
+        nxt[u] = k + 1
     bp2 = voc[BYTE_PAIRS]
     for k in range(n - 1):
-        v = bp2[(int(buf[lo + k]) << 8) | int(buf[lo + k + 1])]
+        u = np.uint64(base + k)
+        v = bp2[(np.int64(buf[np.uint64(lo + k)]) << 8) | np.int64(buf[np.uint64(lo + k + 1)])]
         if v < 0:
-            rk[base + k] = NO_PAIR
+            rk[u] = NO_PAIR
         else:
-            rk[base + k] = v >> 32
-            hp[base + k] = v & 0xFFFFFFFF  # the short path keeps each pair's result (the heap path reuses this row)
+            rk[u] = v >> 32
+            hp[u] = v & 0xFFFFFFFF  # the short path keeps each pair's result (the heap path reuses this row)
     rk[base + n - 1] = NO_PAIR
     return merge_symbols(buf, lo, n, voc, work, base, out, o)
 
@@ -265,40 +281,72 @@ def merge_symbols(buf, lo, n, voc, work, base, out, o):
     nxt = work[1]
     rk = work[2]
     hp = work[3]
-    if n <= SHORT:
+    if n <= MID:
         # a scan of the rank row in index order (a symbol merged away ranks NO_PAIR): no chain of dependent loads
-        # as a walk of the links would be; the previous symbol (to re-rank) by back links
+        # as a walk of the links would be; the previous symbol (to re-rank) by back links. Past SHORT symbols the
+        # row is scanned in blocks of ``bw`` (a power of 2 near sqrt(n)) whose minima row 4 keeps: a merge scans
+        # the minima, then the best block, and recomputes the (at most 3) blocks whose ranks it changed. On CJK and
+        # identifier pieces (100-500 bytes) the heap's sifts, each step a dependent load of a slot's rank, took
+        # 70% of the merge (benchmarks/bpe_profile.py; RESULTS.md, issue 45)
         prv = work[5]
+        bm = work[4]
         for k in range(n):
             prv[base + k] = k - 1
-        while True:
+        sh = 0
+        if n > SHORT:
+            sh = 3
+            while (1 << (2 * sh)) < n:
+                sh += 1
+            for b in range(((n - 1) >> sh) + 1):
+                block_min(rk, bm, base, n, b, sh)
+        while True:  # (indices >= 0 unsigned: numba adds no negative-index wrap to each load, 5-8% of the merge)
             best = NO_PAIR
             bi = -1
-            for k in range(n):
-                r = rk[base + k]
-                if r < best:
-                    best = r
-                    bi = k
-            if bi < 0:
-                break
-            bp = prv[base + bi]
-            j = nxt[base + bi]
-            t = hp[base + bi]
-            sym[base + bi] = t
-            rk[base + j] = NO_PAIR
-            nj = nxt[base + j]
-            nxt[base + bi] = nj
+            if sh == 0:
+                for k in range(n):
+                    r = rk[np.uint64(base + k)]
+                    if r < best:
+                        best = r
+                        bi = k
+                if bi < 0:
+                    break
+            else:
+                for b in range(((n - 1) >> sh) + 1):
+                    r = bm[np.uint64(base + b)]
+                    if r < best:
+                        best = r
+                        bi = b
+                if bi < 0:
+                    break
+                bi <<= sh
+                while rk[np.uint64(base + bi)] != best:
+                    bi += 1
+            ui = np.uint64(base + bi)
+            bp = prv[ui]
+            j = nxt[ui]
+            sym[ui] = hp[ui]
+            uj = np.uint64(base + j)
+            rk[uj] = NO_PAIR
+            nj = nxt[uj]
+            nxt[ui] = nj
             if nj < n:
-                prv[base + nj] = bi
+                prv[np.uint64(base + nj)] = bi
             for w in range(2):  # re-rank the merged symbol, then its left neighbour (one call site of pair_near)
                 a = bi if w == 0 else bp
                 if a < 0:
                     break
-                j = nxt[base + a]
-                if j < n:
-                    rk[base + a], hp[base + a] = pair_near(buf, lo, sym, nxt, base, n, a, j, voc)
+                ua = np.uint64(base + a)
+                j2 = nxt[ua]
+                if j2 < n:
+                    rk[ua], hp[ua] = pair_near(buf, lo, sym, nxt, base, n, a, j2, voc)
                 else:
-                    rk[base + a] = NO_PAIR
+                    rk[ua] = NO_PAIR
+            if sh > 0:  # the blocks of bp <= bi < j, each once
+                block_min(rk, bm, base, n, bi >> sh, sh)
+                if (j >> sh) != (bi >> sh):
+                    block_min(rk, bm, base, n, j >> sh, sh)
+                if bp >= 0 and (bp >> sh) != (bi >> sh):
+                    block_min(rk, bm, base, n, bp >> sh, sh)
     else:
         # an indexed min-heap of the symbols that have a mergeable right neighbour (``where``: a symbol's slot
         # in it), and back links (``prv``) to re-rank the left neighbour of each merge
@@ -351,9 +399,9 @@ def merge_symbols(buf, lo, n, voc, work, base, out, o):
                     heap_fix(hp, where, rk, base, size, size - 1, True)
     k = 0
     while k < n:
-        out[o] = sym[base + k]
+        out[o] = sym[np.uint64(base + k)]
         o += 1
-        k = nxt[base + k]
+        k = nxt[np.uint64(base + k)]
     return o
 
 
