@@ -284,10 +284,10 @@ def merge_symbols(buf, lo, n, voc, work, base, out, o):
     if n <= MID:
         # a scan of the rank row in index order (a symbol merged away ranks NO_PAIR): no chain of dependent loads
         # as a walk of the links would be; the previous symbol (to re-rank) by back links. Past SHORT symbols the
-        # row is scanned in blocks of ``bw`` (a power of 2 near sqrt(n)) whose minima row 4 keeps: a merge scans
-        # the minima, then the best block, and recomputes the (at most 3) blocks whose ranks it changed. On CJK and
-        # identifier pieces (100-500 bytes) the heap's sifts, each step a dependent load of a slot's rank, took
-        # 70% of the merge (benchmarks/bpe_profile.py; RESULTS.md, issue 45)
+        # row is scanned in blocks of 1 << sh symbols (the least power of 2, 8 or more, whose square is >= n) whose
+        # minima row 4 keeps: a merge scans the minima, then the best block, and recomputes the (at most 3) blocks
+        # whose ranks it changed. On CJK and identifier pieces (100-500 bytes) the heap's bookkeeping took ~60-70%
+        # of the merge; this is 1.2-1.4x faster there (benchmarks/bpe_profile.py; RESULTS.md, issue 45)
         prv = work[5]
         bm = work[4]
         for k in range(n):
@@ -299,7 +299,7 @@ def merge_symbols(buf, lo, n, voc, work, base, out, o):
                 sh += 1
             for b in range(((n - 1) >> sh) + 1):
                 block_min(rk, bm, base, n, b, sh)
-        while True:  # (indices >= 0 unsigned: numba adds no negative-index wrap to each load, 5-8% of the merge)
+        while True:  # (indices >= 0 unsigned: numba adds no negative-index wrap to each load: ~10% of the merge)
             best = NO_PAIR
             bi = -1
             if sh == 0:
