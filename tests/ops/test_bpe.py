@@ -332,8 +332,7 @@ LONG_PIECE_UNITS = {  # one pre-token each, mixed ranks: symbols, marks and emoj
 
 
 def test_long_pieces_merge_exactly(ranked: tuple[str, BPETokenizer], llama3: tuple) -> None:
-    """Pre-tokens of 18-1429 bytes of mixed bytes, merged by the rank row's scan, its blocked scan (over SHORT
-    bytes) and the heap (over MID): the ids tiktoken and HF give.
+    """Pre-tokens of over SHORT (48) bytes of mixed bytes, merged with the heap: the ids tiktoken and HF give.
     (Building the heap sifted entries up as well as down, which left it out of order: ~3% of such symbol pieces
     merged in another order, on rank files and HF merges alike; runs of one unit, all the tests had, were right.)"""
     import random  # noqa: PLC0415

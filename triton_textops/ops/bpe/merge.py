@@ -5,10 +5,9 @@ cost one hash probe. Only what is not emitted whole is merged (:func:`bpe_piece`
 pair of lowest rank, leftmost on ties (:func:`pair_at`): HF's ranked merges through a (left id, right id) ->
 (rank, result) table; tiktoken's rule (a pair merges into the token of its bytes, ranked by its id) by looking the
 pair's bytes up in the token table itself (:func:`span_pair`, bound into a rank file's kernel). Pieces of
-up to :data:`SHORT` symbols rescan their rank row in index order (a symbol merged away ranks NO_PAIR); up to
-:data:`MID`, the row in blocks of ~sqrt(n) symbols with each block's lowest rank kept (:func:`block_min`); longer
-ones keep an indexed min-heap keyed by (rank, position), so a 1 MB run of one letter is n log n, not quadratic.
-Each symbol's pair result is kept beside its rank, so merging the best pair looks nothing up again. On the CPU, each kernel share
+up to :data:`SHORT` symbols rescan their rank row in index order (a symbol merged away ranks NO_PAIR); longer ones
+keep an indexed min-heap keyed by (rank, position), so a 1 MB run of one letter is n log n, not quadratic. The
+heap keeps each pair's result beside its rank, so merging the top looks nothing up again. On the CPU, each kernel share
 keeps the pieces it merged (:func:`cache_get` / :func:`cache_put`: bytes -> ids, verified on the bytes, emptied when
 full), so a word that repeats is merged once per thread; the GPU kernels run without it (one thread per text).
 
@@ -24,8 +23,7 @@ from triton_textops.ops.bpe.formats import BPESpec
 from triton_textops.ops.core import kernels as K
 from triton_textops.ops.core.words import U1, word_at
 
-SHORT = 24  # pieces of more symbols scan the rank row by blocks
-MID = 1024  # pieces of more symbols use the heap
+SHORT = 48  # pieces of more symbols use the heap
 # the merge cache of the CPU kernels, a row per kernel share: pieces of up to CACHE_PIECE bytes that were merged ->
 # their ids, emptied when full. Two arrays (few arguments: each array a kernel layer passes costs compile time):
 # meta int64 [used entries, bytes used, ids used, slots, entry columns | slots | entries (2 columns each) | ids] and
@@ -181,17 +179,6 @@ def span_pair(buf, lo, sym, nxt, base, n, a, b, voc):
 
 
 @K.device(inline=True)
-def block_min(rk, bm, base, n, b, sh):
-    """``bm[base + b]`` = the lowest rank of block ``b`` (symbols ``b << sh`` up to ``(b + 1) << sh``) of the rank row."""
-    m = NO_PAIR
-    k = base + (b << sh)
-    e = k + (1 << sh)
-    for i in range(np.uint64(k), np.uint64(e if e < base + n else base + n)):  # (unsigned: no negative-index wrap)
-        m = min(m, rk[i])
-    bm[base + b] = m
-
-
-@K.device(inline=True)
 def heap_less(rk, x, y):
     return rk[x] < rk[y] or (rk[x] == rk[y] and x < y)
 
@@ -281,46 +268,22 @@ def merge_symbols(buf, lo, n, voc, work, base, out, o):
     nxt = work[1]
     rk = work[2]
     hp = work[3]
-    if n <= MID:
+    if n <= SHORT:
         # a scan of the rank row in index order (a symbol merged away ranks NO_PAIR): no chain of dependent loads
-        # as a walk of the links would be; the previous symbol (to re-rank) by back links. Past SHORT symbols the
-        # row is scanned in blocks of 1 << sh symbols (the least power of 2, 8 or more, whose square is >= n) whose
-        # minima row 4 keeps: a merge scans the minima, then the best block, and recomputes the (at most 3) blocks
-        # whose ranks it changed. On CJK and identifier pieces (100-500 bytes) the heap's bookkeeping took ~60-70%
-        # of the merge; this is 1.2-1.4x faster there (benchmarks/bpe_profile.py; RESULTS.md, issue 45)
+        # as a walk of the links would be; the previous symbol (to re-rank) by back links
         prv = work[5]
-        bm = work[4]
         for k in range(n):
             prv[base + k] = k - 1
-        sh = 0
-        if n > SHORT:
-            sh = 3
-            while (1 << (2 * sh)) < n:
-                sh += 1
-            for b in range(((n - 1) >> sh) + 1):
-                block_min(rk, bm, base, n, b, sh)
-        while True:  # (indices >= 0 unsigned: numba adds no negative-index wrap to each load: ~10% of the merge)
+        while True:  # (indices >= 0 unsigned: numba adds no negative-index wrap to each load)
             best = NO_PAIR
             bi = -1
-            if sh == 0:
-                for k in range(n):
-                    r = rk[np.uint64(base + k)]
-                    if r < best:
-                        best = r
-                        bi = k
-                if bi < 0:
-                    break
-            else:
-                for b in range(((n - 1) >> sh) + 1):
-                    r = bm[np.uint64(base + b)]
-                    if r < best:
-                        best = r
-                        bi = b
-                if bi < 0:
-                    break
-                bi <<= sh
-                while rk[np.uint64(base + bi)] != best:
-                    bi += 1
+            for k in range(n):
+                r = rk[np.uint64(base + k)]
+                if r < best:
+                    best = r
+                    bi = k
+            if bi < 0:
+                break
             ui = np.uint64(base + bi)
             bp = prv[ui]
             j = nxt[ui]
@@ -341,12 +304,6 @@ def merge_symbols(buf, lo, n, voc, work, base, out, o):
                     rk[ua], hp[ua] = pair_near(buf, lo, sym, nxt, base, n, a, j2, voc)
                 else:
                     rk[ua] = NO_PAIR
-            if sh > 0:  # the blocks of bp <= bi < j, each once
-                block_min(rk, bm, base, n, bi >> sh, sh)
-                if (j >> sh) != (bi >> sh):
-                    block_min(rk, bm, base, n, j >> sh, sh)
-                if bp >= 0 and (bp >> sh) != (bi >> sh):
-                    block_min(rk, bm, base, n, bp >> sh, sh)
     else:
         # an indexed min-heap of the symbols that have a mergeable right neighbour (``where``: a symbol's slot
         # in it), and back links (``prv``) to re-rank the left neighbour of each merge
