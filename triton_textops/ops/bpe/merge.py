@@ -139,9 +139,10 @@ def pair_of(a, b, voc):
     mask = voc[VCONST][PAIR_MASK]
     s = mix64(key) & mask
     for _ in range(voc[VCONST][PAIR_PROBE] + 1):
-        k = pairs[s, 0]
+        u = np.uint64(s)  # (s >= 0: no negative-index wrap)
+        k = pairs[u, 0]
         if k == key:
-            v = pairs[s, 1]
+            v = pairs[u, 1]
             return v >> 32, v & 0xFFFFFFFF
         if k < 0:
             break
@@ -153,7 +154,7 @@ def pair_of(a, b, voc):
 def pair_at(buf, lo, sym, nxt, base, n, a, b, voc):
     """(rank, result id) of merging the piece's symbol at ``a`` with the next one, at ``b``: by their ids
     (:func:`pair_of`; HF's ranked merges). A rank file's kernel calls :func:`span_pair` instead, through :func:`pair_near`."""
-    return pair_of(sym[base + a], sym[base + b], voc)
+    return pair_of(sym[np.uint64(base + a)], sym[np.uint64(base + b)], voc)
 
 
 @K.device(inline=True)
@@ -170,7 +171,7 @@ def span_pair(buf, lo, sym, nxt, base, n, a, b, voc):
     as one token, whose id is the rank and the result. The whole-token table answers it: rank files need no pair
     table (cl100k: 8 MB less, and merges read the table lookups keep warm). Inlined at the merge step's call sites
     (:func:`pair_near`)."""
-    e = nxt[base + b]
+    e = nxt[np.uint64(base + b)]
     hi = lo + (e if e < n else n)
     h, q = piece_hash(buf, lo + a, hi)
     t = lookup(buf, lo + a, hi, h, q, voc, False)
@@ -240,17 +241,19 @@ def bpe_piece(buf, lo, hi, voc, work, base, out, o):
     hp = work[3]
     n = hi - lo
     byte_ids = voc[BYTE_IDS]
-    for k in range(n):
-        sym[base + k] = byte_ids[buf[lo + k]]
-        nxt[base + k] = k + 1
+    for k in range(n):  # (unsigned indices: no negative-index wrap on each load)
+        u = np.uint64(base + k)
+        sym[u] = byte_ids[buf[np.uint64(lo + k)]]
+        nxt[u] = k + 1
     bp2 = voc[BYTE_PAIRS]
     for k in range(n - 1):
-        v = bp2[(int(buf[lo + k]) << 8) | int(buf[lo + k + 1])]
+        u = np.uint64(base + k)
+        v = bp2[(np.int64(buf[np.uint64(lo + k)]) << 8) | np.int64(buf[np.uint64(lo + k + 1)])]
         if v < 0:
-            rk[base + k] = NO_PAIR
+            rk[u] = NO_PAIR
         else:
-            rk[base + k] = v >> 32
-            hp[base + k] = v & 0xFFFFFFFF  # the short path keeps each pair's result (the heap path reuses this row)
+            rk[u] = v >> 32
+            hp[u] = v & 0xFFFFFFFF  # the short path keeps each pair's result (the heap path reuses this row)
     rk[base + n - 1] = NO_PAIR
     return merge_symbols(buf, lo, n, voc, work, base, out, o)
 
@@ -271,34 +274,36 @@ def merge_symbols(buf, lo, n, voc, work, base, out, o):
         prv = work[5]
         for k in range(n):
             prv[base + k] = k - 1
-        while True:
+        while True:  # (indices >= 0 unsigned: numba adds no negative-index wrap to each load)
             best = NO_PAIR
             bi = -1
             for k in range(n):
-                r = rk[base + k]
+                r = rk[np.uint64(base + k)]
                 if r < best:
                     best = r
                     bi = k
             if bi < 0:
                 break
-            bp = prv[base + bi]
-            j = nxt[base + bi]
-            t = hp[base + bi]
-            sym[base + bi] = t
-            rk[base + j] = NO_PAIR
-            nj = nxt[base + j]
-            nxt[base + bi] = nj
+            ui = np.uint64(base + bi)
+            bp = prv[ui]
+            j = nxt[ui]
+            sym[ui] = hp[ui]
+            uj = np.uint64(base + j)
+            rk[uj] = NO_PAIR
+            nj = nxt[uj]
+            nxt[ui] = nj
             if nj < n:
-                prv[base + nj] = bi
+                prv[np.uint64(base + nj)] = bi
             for w in range(2):  # re-rank the merged symbol, then its left neighbour (one call site of pair_near)
                 a = bi if w == 0 else bp
                 if a < 0:
                     break
-                j = nxt[base + a]
-                if j < n:
-                    rk[base + a], hp[base + a] = pair_near(buf, lo, sym, nxt, base, n, a, j, voc)
+                ua = np.uint64(base + a)
+                j2 = nxt[ua]
+                if j2 < n:
+                    rk[ua], hp[ua] = pair_near(buf, lo, sym, nxt, base, n, a, j2, voc)
                 else:
-                    rk[base + a] = NO_PAIR
+                    rk[ua] = NO_PAIR
     else:
         # an indexed min-heap of the symbols that have a mergeable right neighbour (``where``: a symbol's slot
         # in it), and back links (``prv``) to re-rank the left neighbour of each merge
@@ -351,9 +356,9 @@ def merge_symbols(buf, lo, n, voc, work, base, out, o):
                     heap_fix(hp, where, rk, base, size, size - 1, True)
     k = 0
     while k < n:
-        out[o] = sym[base + k]
+        out[o] = sym[np.uint64(base + k)]
         o += 1
-        k = nxt[base + k]
+        k = nxt[np.uint64(base + k)]
     return o
 
 
