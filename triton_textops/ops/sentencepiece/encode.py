@@ -45,8 +45,10 @@ from triton_textops.ops.sentencepiece.pretokenize import (
     P_MSPLIT,
     P_REP0,
     P_REPN,
+    P_WORDS,
     metaspace_write,
     piece_next,
+    sp_word_end,
     split_next,
 )
 from triton_textops.ops.sentencepiece.unigram import uni_encode
@@ -62,7 +64,7 @@ def sp_word(buf, lo, hi, mdl, work, base, out, o, cap, cache, row):
     return sp_bpe_word(buf, lo, hi, mdl, work, base, out, o, cap, cache, row)
 
 
-@K.device
+@K.device(inline=True)
 def unigram_word(buf, lo, hi, mdl, work, base, out, o, cap, cache, row):
     """:func:`sp_word` of a Unigram model (its kernel variant binds this name): Viterbi over the pieces
     (:func:`~triton_textops.ops.sentencepiece.unigram.uni_encode`), its work rows in ``cache`` (best, back)."""
@@ -79,6 +81,7 @@ def sp_gap(nbuf, a, b, first, mdl, ptab, scr, wbuf, wsz, wb, o, cap, row):
     ints, pool = ptab
     meta = ints[P_META] != 0
     msplit = ints[P_MSPLIT] != 0
+    words = ints[P_WORDS] != 0
     i = a
     while i < b:
         s, e, i = piece_next(nbuf, i, b, ptab)
@@ -92,13 +95,13 @@ def sp_gap(nbuf, a, b, first, mdl, ptab, scr, wbuf, wsz, wb, o, cap, row):
             if r1 < 0:
                 return -1 - SIZE_BOUND
         j = r0
-        while j < r1:
-            ws = r0
-            we = r1
+        while j < r1:  # (each piece of Metaspace's split, or with P_WORDS each word, else the whole)
             if meta and msplit:
                 ws, we, j = split_next(nbuf, j, r1, pool, ints[P_REP0], ints[P_REPN], B_NEXT)
             else:
-                j = r1
+                ws = j
+                we = sp_word_end(nbuf, j, r1) if words else r1
+                j = we
             if we > ws:
                 o = sp_word(nbuf, ws, we, mdl, scr[S_WORK], wb, scr[S_IDS], o, cap, scr[S_CACHE], row)
                 if o < 0:
@@ -198,7 +201,7 @@ def sp_text(t, row, wb, data, offsets, mdl, ctab, adds, ntab, ptab, cfg, scr, cn
             return
         ids[o] = cfg[C_IDS + npre + k]
         o += 1
-    cnt[t] = o - base
+    cnt[t] = o - (cfg[C_MULT] * lo + cfg[C_EXTRA] * t)  # (the base again: not kept live through the text)
 
 
 @K.device(inline="ir")

@@ -103,7 +103,7 @@ def uni_find(buf, lo, hi, uni):
     return uni[U_PIECE][node]
 
 
-@K.device
+@K.device(inline=True)
 def uni_lattice(buf, lo, hi, uni, best, back, wb):
     """The forward Viterbi pass over ``buf[lo:hi]``: ``best[wb + e]`` / ``back[wb + e]`` (start << 32 | id) of the
     best path ending at each byte position ``e`` (-1: none). Returns 0, or -1 - NO_UNK."""
@@ -196,7 +196,7 @@ def uni_unk_run(buf, lo, a, b, uni, out, o):
     return o + 1
 
 
-@K.device
+@K.device(inline=True)
 def uni_emit(buf, lo, hi, uni, back, wb, out, o):
     """The ids of the best path that :func:`uni_lattice` left in ``back``, unknowns fused or byte-encoded, to
     ``out[o:]`` (at most ``hi - lo`` of them); returns the new ``o``, or -1 - SIZE_BOUND for a broken path."""
@@ -241,7 +241,7 @@ def uni_emit(buf, lo, hi, uni, back, wb, out, o):
     return o
 
 
-@K.device
+@K.device(inline=True)
 def uni_encode(buf, lo, hi, uni, best, back, wb, out, o):
     """Ids of the normalized pre-token ``buf[lo:hi]`` into ``out[o:]``; returns the new ``o`` (at most ``o + hi -
     lo``), or -1 - status (NO_UNK; SIZE_BOUND when ``out`` or the work rows are too short). ``best`` (float64) and
