@@ -147,6 +147,7 @@ class SentencePieceTokenizer(Placed):
         self._ptab = up(self._pre_host)
         self._ctab = class_tables(t, xp)
         self._lay = {k: K.to_device(v[0], t, xp) for k, v in self._layouts.items()}
+        self._tights = (True, False) if t == "cpu" and not na_same(self._layouts) else (False,)  # (see _run)
         self._dec = up(self._dec_host)
         self._lim = K.to_device(limits_array(self.spec.truncation, self.spec.padding), t, xp)
         self._no_drop = K.to_device(np.zeros(1, dtype=np.int64), t, xp)
@@ -355,14 +356,13 @@ class SentencePieceTokenizer(Placed):
         runs again with the worst-case one, so memory and time (page faults of scratch never touched) follow the
         real text and results are the same. The GPU takes the worst-case one at once: one launch, one copy."""
         n = batch.n
-        tights = (True, False) if self.target == "cpu" and not na_same(self._layouts) else (False,)
-        for tight in tights:
+        for tight in self._tights:
             args = self._args(batch, *options, tight=tight)
             cnt = self.xp.zeros(n, dtype=np.int64)
             if n:
                 K.launch(self.target, self._encode, n, *args, cnt, out)
             host = K.to_host(cnt, self.target)
-            if not (host == -1 - SIZE_BOUND).any():
+            if len(self._tights) == 1 or not (host == -1 - SIZE_BOUND).any():
                 break
         return args, cnt, host
 

@@ -114,9 +114,10 @@ def uni_lattice(buf, lo, hi, uni, best, back, wb):
     unk = uni[U_UNK][0]
     piece = uni[U_PIECE]
     score = uni[U_SCORE]
-    for k in range(n + 1):
-        best[wb + k] = 0.0
+    for k in range(n + 1):  # (unreached: -inf, so the first offer wins with one compare; back -1)
+        best[wb + k] = -np.inf
         back[wb + k] = -1
+    best[wb] = 0.0
     far = 0  # the furthest position an offer reached
     s = 0
     while s < n:
@@ -140,7 +141,7 @@ def uni_lattice(buf, lo, hi, uni, best, back, wb):
                 if sp:  # (float32 + float32 in sentencepiece: the double sum rounded once is that sum)
                     cand = np.float64(np.float32(cand))
                 at = wb + e
-                if back[at] < 0 or cand > best[at]:
+                if cand > best[at]:
                     best[at] = cand
                     back[at] = (np.int64(s) << 32) | pid
                 if e > far:
@@ -158,7 +159,7 @@ def uni_lattice(buf, lo, hi, uni, best, back, wb):
             if sp:
                 cand = np.float64(np.float32(cand))
             at = wb + s + m
-            if back[at] < 0 or cand > best[at]:
+            if cand > best[at]:
                 best[at] = cand
                 back[at] = (np.int64(s) << 32) | unk_id
             if s + m > far:
