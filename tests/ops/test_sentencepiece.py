@@ -227,7 +227,7 @@ def test_load_errors(converted: dict, tmp_path: Path) -> None:
 
 def test_texts_that_outgrow_the_tight_scratch(models: dict[str, Path], converted: dict,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """The scratch is first sized for normalized text of at most TIGHT_GROWTH bytes per input byte; nmt_nfkc writes
+    """The scratch is first sized for normalized text of at most TIGHT_GROWTH (3) bytes per input byte; nmt_nfkc writes
     U+FDFA (3 bytes) as 33: a batch with such a text runs again with the worst-case scratch, same ids as the
     references (ragged and rows), and a batch without one runs once."""
     grow = ["\ufdfa" * 50, "x \ufdfa\ufdfa y", "\ufdfa", "\u3392\ufb01" * 40] + TEXTS[:40]

@@ -7,9 +7,10 @@ Metaspace into the third area) and hand each pre-token to the model (:func:`sp_w
 Unigram variant binds it to its own). Ids go to the text's region of the ids scratch, laid out as byte-level BPE's
 (:mod:`~triton_textops.ops.bpe.encode`: its row writer and compaction kernel serve both families).
 
-The byte scratch layout (``lay``): a text of n bytes at offset ``off`` of the batch owns ``lay[L_NB] * off +
-lay[L_EB] * t`` onwards: two normalize areas of ``lay[L_SA] * n + lay[L_SB]`` bytes and a pre-token area of
-``lay[L_WA] * n + lay[L_WB]`` (the merge work rows of a GPU text start at that area's column too).
+The byte scratch layout (``lay``): on the GPU a text of n bytes at offset ``off`` of the batch owns ``lay[L_NB] *
+off + lay[L_EB] * t`` onwards, on the CPU each worker's share of the scratch is reused text after text: two
+normalize areas of ``lay[L_SA] * n + lay[L_SB]`` bytes and a pre-token area of ``lay[L_WA] * n + lay[L_WB]`` (the
+merge work rows of a GPU text start at that area's column too).
 """
 
 from __future__ import annotations
@@ -140,9 +141,10 @@ def sp_segment(data, pos, s, first, mdl, ctab, adds, ntab, ptab, scr, bb, seg, w
 
 
 @K.device(inline="ir")
-def sp_text(t, row, wb, data, offsets, mdl, ctab, adds, ntab, ptab, cfg, scr, cnt):
+def sp_text(t, row, wb, nbb, data, offsets, mdl, ctab, adds, ntab, ptab, cfg, scr, cnt):
     """Ids of text ``t`` into its ids region; ``cnt[t]``: their number, or -1 - status. ``wb``: the merge work
-    columns of this CPU share, or < 0: the text's own (the GPU's)."""
+    columns of this CPU share, or < 0: the text's own (the GPU's); ``nbb``: likewise the share's byte scratch
+    (reused text after text: it stays in cache), or < 0: the text's own region."""
     lo = offsets[t]
     hi = offsets[t + 1]
     if lo < 0 or hi < lo or hi > data.shape[0]:
@@ -156,7 +158,7 @@ def sp_text(t, row, wb, data, offsets, mdl, ctab, adds, ntab, ptab, cfg, scr, cn
         return
     lay = scr[S_LAY]
     n = hi - lo
-    bb = lay[L_NB] * lo + lay[L_EB] * t
+    bb = lay[L_NB] * lo + lay[L_EB] * t if nbb < 0 else nbb
     seg = lay[L_SA] * n + lay[L_SB]
     wbuf = bb + 2 * seg
     wsz = lay[L_WA] * n + lay[L_WB]
@@ -210,7 +212,8 @@ def sp_rows_item(t, slot, slots, data, offsets, mdl, ctab, adds, ntab, ptab, cfg
     ``bpe_rows_item``). OUT: (rows (2, n, width) or (2, 0, 0), pad_id, left_pad, left_trunc)."""
     rows, pad_id, left_pad, left_trunc = out
     wb = slot * (scr[S_WORK].shape[1] // slots) if slots > 0 else -1
-    sp_text(t, slot, wb, data, offsets, mdl, ctab, adds, ntab, ptab, cfg, scr, cnt)
+    nbb = slot * (scr[S_NBUF].shape[0] // slots) if slots > 0 else -1
+    sp_text(t, slot, wb, nbb, data, offsets, mdl, ctab, adds, ntab, ptab, cfg, scr, cnt)
     if rows.shape[1] > 0:
         write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
 

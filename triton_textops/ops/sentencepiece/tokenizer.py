@@ -45,7 +45,8 @@ from triton_textops.ops.sentencepiece.normalize import normalize_texts
 from triton_textops.ops.sentencepiece.pretokenize import P_WORDS
 from triton_textops.ops.sentencepiece.unigram import raise_bad
 
-TIGHT_GROWTH = 2  # the tight layout's normalized bytes per input byte (a text beyond it runs again, worst-case)
+TIGHT_GROWTH = 3  # the tight layout's normalized bytes per input byte (a text beyond it runs again, worst-case);
+# 3: a space replaced by U+2581 (Llama, Gemma) stays within it, only rare characters (nmt_nfkc's ligatures) grow more
 
 
 def _layout(na: int, nb: int, ga: int, gb: int, shortest: int) -> tuple:
@@ -238,10 +239,11 @@ class SentencePieceTokenizer(Placed):
         xp = self.xp
         bsize = int(lay[0]) * nbytes + int(lay[1]) * n + 1
         isize = int(cfg_host[1]) * nbytes + int(cfg_host[2]) * n + 1
-        if self.target == "cpu":
+        if self.target == "cpu":  # (a share of the byte and work scratch per kernel thread, for its longest text)
             off = batch.offsets
-            longest = nbytes if n <= 1 else int((off[1:] - off[:-1]).max())
-            wsize = K.get_num_threads() * (int(lay[4]) * max(longest, 0) + int(lay[5])) + 1
+            longest = max(nbytes if n <= 1 else int((off[1:] - off[:-1]).max()), 0)
+            wsize = K.get_num_threads() * (int(lay[4]) * longest + int(lay[5])) + 1
+            bsize = K.get_num_threads() * (int(lay[0]) * longest + int(lay[1])) + 1
         else:
             wsize = bsize
         nbuf = allocate(xp, (bsize,), np.uint8, "the normalized text", filled=False)
