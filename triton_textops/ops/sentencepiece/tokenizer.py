@@ -49,12 +49,17 @@ TIGHT_GROWTH = 3  # the tight layout's normalized bytes per input byte (a text b
 # 3: a space replaced by U+2581 (Llama, Gemma) stays within it, only rare characters (nmt_nfkc's ligatures) grow more
 
 
-def _layout(na: int, nb: int, ga: int, gb: int, shortest: int) -> tuple:
+def _layout(na: int, nb: int, ga: int, gb: int, shortest: int, tight: bool = False) -> tuple:
     """(lay, ids per byte, ids per text) of the encode kernel's scratch (the ``lay`` of
     :mod:`~triton_textops.ops.sentencepiece.encode`) for normalized segments of at most ``na * n + nb`` bytes,
-    pre-tokens growing to ``ga * n + gb`` and the shortest added token's bytes ``shortest`` (0: none)."""
+    pre-tokens growing to ``ga * n + gb`` and the shortest added token's bytes ``shortest`` (0: none). ``tight``:
+    ids at most one per normalized byte (the model stage checks room for that much per pre-token), not the bound
+    with added tokens cutting the text into segments: the ids scratch is touched sparsely, text by text, and a
+    large sparse one costs its (huge) pages' zeroing on the first touch."""
     lay = (2 * na + ga * na, 2 * (nb + 1) + ga * (nb + 1) + gb + 1, na, nb + 1, ga * na, ga * (nb + 1) + gb + 1)
     per = 2 * na + (1 + (2 * nb + shortest - 1) // shortest if shortest else 0) + 1
+    if tight:
+        per = min(per, na + 1)
     return np.array(lay, dtype=np.int64), per, 2 * nb + 2
 
 
@@ -120,7 +125,7 @@ class SentencePieceTokenizer(Placed):
         ga, gb = spec.pretokenizer.growth()
         shortest = min((len(a.content) for a in spec.added if a.content), default=0)
         # (lay, ids per byte, ids per text) of the tight layout (TIGHT_GROWTH) and of the worst-case one (False)
-        self._layouts = {tight: _layout(min(na, TIGHT_GROWTH) if tight else na, nb, ga, gb, shortest)
+        self._layouts = {tight: _layout(min(na, TIGHT_GROWTH) if tight else na, nb, ga, gb, shortest, tight)
                          for tight in (True, False)}
         self._normalized_added = self._normalize_added()
         pieces = list(spec.pieces) + [None] * (self.n_ids - len(spec.pieces))
