@@ -79,13 +79,17 @@ def words_are_independent(spec: F.SPSpec) -> bool:
     space = F.SPACE.encode()
     if spec.ignore_merges or space not in spec.vocab:
         return False
-    surface: dict[int, bytes] = {i: tok for tok, i in spec.vocab.items()}
-    for b, i in enumerate(spec.byte_ids.tolist()):
-        if i >= 0:
-            surface[i] = bytes([b])
-    for a, b in zip(spec.pairs[0].tolist(), spec.pairs[1].tolist()):
-        if surface.get(b, b"").startswith(space) and not surface.get(a, b"").endswith(space):
-            return False
+    starts = np.zeros(spec.n_ids, dtype=bool)  # each id's surface starts / ends with U+2581 (byte pieces: no)
+    ends = np.zeros(spec.n_ids, dtype=bool)
+    for tok, i in spec.vocab.items():
+        if 0 <= i < spec.n_ids:
+            starts[i] = tok.startswith(space)
+            ends[i] = tok.endswith(space)
+    byte_ids = spec.byte_ids[spec.byte_ids >= 0]
+    starts[byte_ids] = ends[byte_ids] = False
+    left, right = spec.pairs[0], spec.pairs[1]
+    if (starts[right] & ~ends[left]).any():
+        return False
     for p, _ in spec.frozen:
         k = p.find(space, 1)
         while k > 0:
