@@ -14,6 +14,10 @@ sentencepiece for a ``.model``) on the first 512 texts: an engine that differs i
 repeat builds fresh ("cold") instances, engines taking turns; prints us per text (batch 1, 200 texts one at a time)
 and MB/s at batch 32 / 512 / the whole corpus, best of ``--repeats`` [range], and ours' time over each engine's.
 
+``--cpu-time``: one thread per engine (NUMBA_NUM_THREADS=1, RAYON_NUM_THREADS=1, sentencepiece num_threads=1) and
+the process's CPU time (``time.process_time``: every thread's, so an engine's own pool is counted too) instead of
+wall-clock time: work per byte, what a loaded machine can still compare.
+
     python benchmarks/sentencepiece_peers.py --prepare DIR [--vocab 6000]       # dev venv
     BENCH_VENV/bin/python benchmarks/sentencepiece_peers.py --models DIR [--repeats 3] [--corpus english multilingual]
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,8 +35,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # (this checkout's package, not an installed one)
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-THREADS = os.cpu_count() or 1
+CPU_TIME = "--cpu-time" in sys.argv  # (before numba and the peers start their thread pools)
+THREADS = 1 if CPU_TIME else os.cpu_count() or 1
 os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS))
+if CPU_TIME:
+    os.environ["NUMBA_NUM_THREADS"] = "1"
 
 from _common import austen, ids_of, machine, time_turns  # noqa: E402
 
@@ -120,6 +128,29 @@ def engines(d: Path, name: str) -> dict[str, tuple[str, Callable[[], object], Ca
     return out
 
 
+def cpu_turns(engines: dict, texts: list[str], repeats: int) -> tuple[dict, dict]:
+    """:func:`_common.time_turns` (engines taking turns, cold instances, the same cells) timed by
+    ``time.process_time``."""
+    nbytes = {k: sum(len(t.encode()) for t in v) for k, v in (("32", texts[:32]), ("512", texts[:512]),
+                                                              ("all", texts))}
+    times: dict[tuple[str, str], list[float]] = {}
+    one = texts[: min(200, len(texts))]
+    for _ in range(repeats):
+        for e, (make, enc, enc1) in engines.items():
+            for size in ("32", "512", "all"):
+                inst = make()
+                batch = texts[: int(size)] if size != "all" else texts
+                t0 = time.process_time()
+                enc(inst, batch)
+                times.setdefault((e, size), []).append(time.process_time() - t0)
+            inst = make()
+            t0 = time.process_time()
+            for x in one:
+                enc1(inst, x)
+            times.setdefault((e, "1"), []).append((time.process_time() - t0) / len(one))
+    return times, nbytes
+
+
 def run(d: Path, name: str, corpus: str, texts: list[str], repeats: int) -> None:
     eng = engines(d, name)
     refs = {"hf": ids_of(eng["hf-tokenizers"][2](eng["hf-tokenizers"][1](), texts[:512])) if "hf-tokenizers" in eng
@@ -138,8 +169,9 @@ def run(d: Path, name: str, corpus: str, texts: list[str], repeats: int) -> None
                   "not timed")
             continue
         timed[e] = (make, enc, enc1)
-    times, nbytes = time_turns(timed, texts, repeats)
-    print(f"\n{name} / {corpus}: {len(texts)} texts, {nbytes['all'] / 1e6:.2f} MB; best of {repeats} [range]")
+    times, nbytes = (cpu_turns if CPU_TIME else time_turns)(timed, texts, repeats)
+    clock = "CPU time, one thread" if CPU_TIME else "wall clock"
+    print(f"\n{name} / {corpus}: {len(texts)} texts, {nbytes['all'] / 1e6:.2f} MB; best of {repeats} [range], {clock}")
     cols = ["1", "32", "512", "all"]
     print(f"  {'engine':17s} " + " ".join(f"{c:>22s}" for c in ["us/text (b=1)", "MB/s b=32", "MB/s b=512",
                                                                     "MB/s corpus"]))
@@ -169,6 +201,7 @@ def main() -> None:
     ap.add_argument("--model", nargs="+", default=list(STYLES), choices=list(STYLES))
     ap.add_argument("--corpus", nargs="+", default=["english", "multilingual"], choices=["english", "multilingual"])
     ap.add_argument("--texts", type=int, default=2000, help="texts per corpus")
+    ap.add_argument("--cpu-time", action="store_true", help="one thread per engine, timed by process CPU time")
     a = ap.parse_args()
     if a.prepare:
         prepare(a.prepare, a.vocab)

@@ -18,6 +18,7 @@ from textcases import ADVERSARIAL
 
 from triton_textops.errors import ConfigError, InputError
 from triton_textops.ops.core import kernels as K
+from triton_textops.ops.sentencepiece.pretokenize import P_WORDS
 from triton_textops.ops.sentencepiece.tokenizer import SentencePieceTokenizer
 from triton_textops.ops.tokenizer import Tokenizer
 
@@ -222,3 +223,52 @@ def test_load_errors(converted: dict, tmp_path: Path) -> None:
     junk.write_bytes(b"\x0a\xff\xff\xff")
     with pytest.raises(ConfigError, match="not a sentencepiece ModelProto"):
         Tokenizer.from_file(junk)
+
+
+def test_texts_that_outgrow_the_tight_scratch(models: dict[str, Path], converted: dict,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scratch is first sized for normalized text of at most TIGHT_GROWTH (3) bytes per input byte; nmt_nfkc writes
+    U+FDFA (3 bytes) as 33: a batch with such a text runs again with the worst-case scratch, same ids as the
+    references (ragged and rows), and a batch without one runs once."""
+    grow = ["\ufdfa" * 50, "x \ufdfa\ufdfa y", "\ufdfa", "\u3392\ufb01" * 40] + TEXTS[:40]
+    engines = [(Tokenizer.from_file(models[m]), spm.SentencePieceProcessor(model_file=str(models[m])).encode)
+               for m in ("nfkc", "uni_nfkc")]
+    for key in (("spm", "nfkc"), ("spm", "uni_nfkc")):  # (tokenizer.json with the nmt_nfkc Precompiled)
+        hf = tokenizers.Tokenizer.from_file(str(converted[key]))
+        engines.append((Tokenizer.from_file(converted[key]), lambda t, hf=hf: hf.encode(t).ids))
+    for ours, ref in engines:
+        runs: list[bool] = []
+        args = ours._args
+        monkeypatch.setattr(ours, "_args",
+                            lambda *a, tight=True, args=args, runs=runs: runs.append(tight) or args(*a, tight=tight))
+        want = [ref(t) for t in grow]
+        assert _diff(_rows(ours.encode(grow)), want, grow) == []
+        assert runs == [True, False]
+        r = ours.encode_rows(grow, max_length=64)
+        for row, mask, w in zip(r.input_ids.tolist(), r.attention_mask.tolist(), want):
+            assert row[:sum(mask)] == w[:64]
+        runs.clear()
+        assert _diff(_rows(ours.encode(TEXTS[:40])), [ref(t) for t in TEXTS[:40]], TEXTS[:40]) == []
+        assert runs == [True]
+
+
+def test_words_are_cut_at_spaces_only_where_no_merge_crosses(converted: dict, models: dict[str, Path],
+                                                             tmp_path: Path) -> None:
+    """Gemma-style and Llama-2 legacy files (and .model BPEs) have no pre-tokenizer split: the model stage cuts each
+    pre-token before each U+2581 that follows another character (P_WORDS), as no merge joins across such a cut.
+    A file whose merges do join across one (``e`` + ``▁``, merged first) keeps its pre-tokens whole; both exact."""
+    for path in (converted["gemma", "nfkc"], converted["llama", "small"], models["nfkc"]):
+        assert Tokenizer.from_file(path)._pre_host[0][P_WORDS] == 1
+    doc = json.loads(converted["gemma", "nfkc"].read_text())
+    vocab = doc["model"]["vocab"]
+    vocab["e\u2581"] = len(vocab)
+    doc["model"]["merges"].insert(0, ["e", "\u2581"] if isinstance(doc["model"]["merges"][0], list) else "e \u2581")
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc))
+    ours = Tokenizer.from_file(path)
+    assert ours._pre_host[0][P_WORDS] == 0
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    texts = TEXTS[:200] + ["the  cat sat", "e e e", "one two three"]
+    want = [e.ids for e in hf.encode_batch(texts)]
+    assert any(vocab["e\u2581"] in w for w in want)
+    assert _diff(_rows(ours.encode(texts)), want, texts) == []

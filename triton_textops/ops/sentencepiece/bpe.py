@@ -152,5 +152,7 @@ def sp_bpe_word(buf, lo, hi, voc, work, base, out, o, cap, cache, row):
         hp[base + k] = t
     rk[base + m - 1] = NO_PAIR
     e = merge_symbols(buf, lo, m, voc, work, base, out, o)
-    cache_put(buf, lo, hi, h, cache, row, out, o, e)
+    if row < cache[0].shape[0]:  # (the hash again, not kept across the merge: registers on the GPU, no cache)
+        h = piece_hash(buf, lo, hi)[0]
+        cache_put(buf, lo, hi, h, cache, row, out, o, e)
     return e

@@ -7,9 +7,10 @@ Metaspace into the third area) and hand each pre-token to the model (:func:`sp_w
 Unigram variant binds it to its own). Ids go to the text's region of the ids scratch, laid out as byte-level BPE's
 (:mod:`~triton_textops.ops.bpe.encode`: its row writer and compaction kernel serve both families).
 
-The byte scratch layout (``lay``): a text of n bytes at offset ``off`` of the batch owns ``lay[L_NB] * off +
-lay[L_EB] * t`` onwards: two normalize areas of ``lay[L_SA] * n + lay[L_SB]`` bytes and a pre-token area of
-``lay[L_WA] * n + lay[L_WB]`` (the merge work rows of a GPU text start at that area's column too).
+The byte scratch layout (``lay``): on the GPU a text of n bytes at offset ``off`` of the batch owns ``lay[L_NB] *
+off + lay[L_EB] * t`` onwards, on the CPU each worker's share of the scratch is reused text after text: two
+normalize areas of ``lay[L_SA] * n + lay[L_SB]`` bytes and a pre-token area of ``lay[L_WA] * n + lay[L_WB]`` (the
+merge work rows of a GPU text start at that area's column too).
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ from triton_textops.ops.sentencepiece.pretokenize import (
     P_MSPLIT,
     P_REP0,
     P_REPN,
+    P_WORDS,
     metaspace_write,
     piece_next,
+    sp_word_end,
     split_next,
 )
 from triton_textops.ops.sentencepiece.unigram import uni_encode
@@ -62,7 +65,7 @@ def sp_word(buf, lo, hi, mdl, work, base, out, o, cap, cache, row):
     return sp_bpe_word(buf, lo, hi, mdl, work, base, out, o, cap, cache, row)
 
 
-@K.device
+@K.device(inline=True)
 def unigram_word(buf, lo, hi, mdl, work, base, out, o, cap, cache, row):
     """:func:`sp_word` of a Unigram model (its kernel variant binds this name): Viterbi over the pieces
     (:func:`~triton_textops.ops.sentencepiece.unigram.uni_encode`), its work rows in ``cache`` (best, back)."""
@@ -79,6 +82,7 @@ def sp_gap(nbuf, a, b, first, mdl, ptab, scr, wbuf, wsz, wb, o, cap, row):
     ints, pool = ptab
     meta = ints[P_META] != 0
     msplit = ints[P_MSPLIT] != 0
+    words = ints[P_WORDS] != 0
     i = a
     while i < b:
         s, e, i = piece_next(nbuf, i, b, ptab)
@@ -92,13 +96,13 @@ def sp_gap(nbuf, a, b, first, mdl, ptab, scr, wbuf, wsz, wb, o, cap, row):
             if r1 < 0:
                 return -1 - SIZE_BOUND
         j = r0
-        while j < r1:
-            ws = r0
-            we = r1
+        while j < r1:  # (each piece of Metaspace's split, or with P_WORDS each word, else the whole)
             if meta and msplit:
                 ws, we, j = split_next(nbuf, j, r1, pool, ints[P_REP0], ints[P_REPN], B_NEXT)
             else:
-                j = r1
+                ws = j
+                we = sp_word_end(nbuf, j, r1) if words else r1
+                j = we
             if we > ws:
                 o = sp_word(nbuf, ws, we, mdl, scr[S_WORK], wb, scr[S_IDS], o, cap, scr[S_CACHE], row)
                 if o < 0:
@@ -137,9 +141,10 @@ def sp_segment(data, pos, s, first, mdl, ctab, adds, ntab, ptab, scr, bb, seg, w
 
 
 @K.device(inline="ir")
-def sp_text(t, row, wb, data, offsets, mdl, ctab, adds, ntab, ptab, cfg, scr, cnt):
+def sp_text(t, row, wb, nbb, data, offsets, mdl, ctab, adds, ntab, ptab, cfg, scr, cnt):
     """Ids of text ``t`` into its ids region; ``cnt[t]``: their number, or -1 - status. ``wb``: the merge work
-    columns of this CPU share, or < 0: the text's own (the GPU's)."""
+    columns of this CPU share, or < 0: the text's own (the GPU's); ``nbb``: likewise the share's byte scratch
+    (reused text after text: it stays in cache), or < 0: the text's own region."""
     lo = offsets[t]
     hi = offsets[t + 1]
     if lo < 0 or hi < lo or hi > data.shape[0]:
@@ -153,7 +158,7 @@ def sp_text(t, row, wb, data, offsets, mdl, ctab, adds, ntab, ptab, cfg, scr, cn
         return
     lay = scr[S_LAY]
     n = hi - lo
-    bb = lay[L_NB] * lo + lay[L_EB] * t
+    bb = lay[L_NB] * lo + lay[L_EB] * t if nbb < 0 else nbb
     seg = lay[L_SA] * n + lay[L_SB]
     wbuf = bb + 2 * seg
     wsz = lay[L_WA] * n + lay[L_WB]
@@ -198,7 +203,7 @@ def sp_text(t, row, wb, data, offsets, mdl, ctab, adds, ntab, ptab, cfg, scr, cn
             return
         ids[o] = cfg[C_IDS + npre + k]
         o += 1
-    cnt[t] = o - base
+    cnt[t] = o - (cfg[C_MULT] * lo + cfg[C_EXTRA] * t)  # (the base again: not kept live through the text)
 
 
 @K.device(inline="ir")
@@ -207,7 +212,8 @@ def sp_rows_item(t, slot, slots, data, offsets, mdl, ctab, adds, ntab, ptab, cfg
     ``bpe_rows_item``). OUT: (rows (2, n, width) or (2, 0, 0), pad_id, left_pad, left_trunc)."""
     rows, pad_id, left_pad, left_trunc = out
     wb = slot * (scr[S_WORK].shape[1] // slots) if slots > 0 else -1
-    sp_text(t, slot, wb, data, offsets, mdl, ctab, adds, ntab, ptab, cfg, scr, cnt)
+    nbb = slot * (scr[S_NBUF].shape[0] // slots) if slots > 0 else -1
+    sp_text(t, slot, wb, nbb, data, offsets, mdl, ctab, adds, ntab, ptab, cfg, scr, cnt)
     if rows.shape[1] > 0:
         write_row(t, offsets, cfg, scr[S_IDS], cnt, rows, pad_id, left_pad, left_trunc)
 

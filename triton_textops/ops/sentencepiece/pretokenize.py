@@ -21,7 +21,9 @@ B_REMOVED, B_ISOLATED, B_PREV, B_NEXT, B_CONTIGUOUS = range(5)
 BEHAVIORS = {"Removed": B_REMOVED, "Isolated": B_ISOLATED, "MergedWithPrevious": B_PREV, "MergedWithNext": B_NEXT,
              "Contiguous": B_CONTIGUOUS}
 ALWAYS, FIRST, NEVER = range(3)
-P_SPLIT, P_PAT0, P_PATN, P_BEHAVIOR, P_META, P_REP0, P_REPN, P_SCHEME, P_MSPLIT = range(9)
+P_SPLIT, P_PAT0, P_PATN, P_BEHAVIOR, P_META, P_REP0, P_REPN, P_SCHEME, P_MSPLIT, P_WORDS = range(10)
+# P_WORDS: the model stage may cut its pieces before each U+2581 that follows another character (set by the
+# tokenizer where no merge can join across such a cut: :func:`sp_word_end`)
 
 
 @dataclass
@@ -38,7 +40,7 @@ class Program:
 
     def tables(self) -> tuple[np.ndarray, np.ndarray]:
         ints = [self.split, 0, len(self.pattern), self.behavior, int(self.meta), len(self.pattern),
-                len(self.replacement), self.scheme, int(self.meta_split)]
+                len(self.replacement), self.scheme, int(self.meta_split), 0]
         return np.array(ints, dtype=np.int64), np.frombuffer(self.pattern + self.replacement + b"\0",
                                                              dtype=np.uint8).copy()
 
@@ -187,3 +189,16 @@ def metaspace_write(buf, s, e, out, o, cap, ptab, first):
             out[o] = buf[q]
             o += 1
     return o
+
+
+@K.device(inline=True)
+def sp_word_end(buf, i, end):
+    """The end of the word at ``buf[i:end]``: the first U+2581 after ``i`` that follows another character (its
+    three bytes E2 96 81; a run of them stays one word, with what follows), else ``end``."""
+    j = i + 1
+    while j + 2 < end:
+        if buf[j] == 0xE2 and buf[j + 1] == 0x96 and buf[j + 2] == 0x81 and not (
+                j >= i + 3 and buf[j - 3] == 0xE2 and buf[j - 2] == 0x96 and buf[j - 1] == 0x81):
+            return j
+        j += 1
+    return end

@@ -37,11 +37,66 @@ from triton_textops.ops.core.decode import decode_batch
 from triton_textops.ops.core.output import Ragged, Rows
 from triton_textops.ops.core.placement import Placed
 from triton_textops.ops.core.rows import window_rows
+from triton_textops.ops.core.status import SIZE_BOUND
 from triton_textops.ops.sentencepiece import decode as D
 from triton_textops.ops.sentencepiece import formats as F
 from triton_textops.ops.sentencepiece.encode import encode_kernels
 from triton_textops.ops.sentencepiece.normalize import normalize_texts
+from triton_textops.ops.sentencepiece.pretokenize import P_WORDS
 from triton_textops.ops.sentencepiece.unigram import raise_bad
+
+TIGHT_GROWTH = 3  # the tight layout's normalized bytes per input byte (a text beyond it runs again, worst-case);
+# 3: a space replaced by U+2581 (Llama, Gemma) stays within it, only rare characters (nmt_nfkc's ligatures) grow more
+
+
+def _layout(na: int, nb: int, ga: int, gb: int, shortest: int, tight: bool = False) -> tuple:
+    """(lay, ids per byte, ids per text) of the encode kernel's scratch (the ``lay`` of
+    :mod:`~triton_textops.ops.sentencepiece.encode`) for normalized segments of at most ``na * n + nb`` bytes,
+    pre-tokens growing to ``ga * n + gb`` and the shortest added token's bytes ``shortest`` (0: none). ``tight``:
+    ids at most one per normalized byte (the model stage checks room for that much per pre-token), not the bound
+    with added tokens cutting the text into segments: the ids scratch is touched sparsely, text by text, and a
+    large sparse one costs its (huge) pages' zeroing on the first touch."""
+    lay = (2 * na + ga * na, 2 * (nb + 1) + ga * (nb + 1) + gb + 1, na, nb + 1, ga * na, ga * (nb + 1) + gb + 1)
+    per = 2 * na + (1 + (2 * nb + shortest - 1) // shortest if shortest else 0) + 1
+    if tight:
+        per = min(per, na + 1)
+    return np.array(lay, dtype=np.int64), per, 2 * nb + 2
+
+
+def na_same(layouts: dict) -> bool:
+    """Whether the tight layout is the worst-case one (the normalizer's bound is within TIGHT_GROWTH)."""
+    return bool((layouts[True][0] == layouts[False][0]).all()) and layouts[True][1:] == layouts[False][1:]
+
+
+def words_are_independent(spec: F.SPSpec) -> bool:
+    """Whether BPE over a pre-token gives the same ids as BPE over its words, cut before each U+2581 that follows
+    another character (what Gemma-style and Llama-2 legacy files, with no pre-tokenizer split, gain: short words,
+    merged once each by the merge cache). So when no merge can join across a cut: no pair whose right symbol
+    starts with U+2581 has a left one that does not end with it; no frozen piece holds U+2581 after another
+    character; U+2581 is a piece (a run of unknown characters ends there) and ``ignore_merges`` is off (it looks
+    the whole pre-token up). The merges of independent words are then those of the whole, whatever their order
+    (ranks are integers: no sums)."""
+    space = F.SPACE.encode()
+    if spec.ignore_merges or space not in spec.vocab:
+        return False
+    starts = np.zeros(spec.n_ids, dtype=bool)  # each id's surface starts / ends with U+2581 (byte pieces: no)
+    ends = np.zeros(spec.n_ids, dtype=bool)
+    for tok, i in spec.vocab.items():
+        if 0 <= i < spec.n_ids:
+            starts[i] = tok.startswith(space)
+            ends[i] = tok.endswith(space)
+    byte_ids = spec.byte_ids[spec.byte_ids >= 0]
+    starts[byte_ids] = ends[byte_ids] = False
+    left, right = spec.pairs[0], spec.pairs[1]
+    if (starts[right] & ~ends[left]).any():
+        return False
+    for p, _ in spec.frozen:
+        k = p.find(space, 1)
+        while k > 0:
+            if p[k - 3:k] != space:
+                return False
+            k = p.find(space, k + 1)
+    return True
 
 
 def model_tables(spec: F.SPSpec) -> tuple:
@@ -69,13 +124,13 @@ class SentencePieceTokenizer(Placed):
         self.added = {a.content.decode("utf-8", "surrogateescape"): a for a in spec.added}
         self._norm_host = spec.normalizer.tables()
         self._pre_host = spec.pretokenizer.tables()
+        self._pre_host[0][P_WORDS] = int(spec.model == "bpe" and words_are_independent(spec))
         na, nb = spec.normalizer.bound()
         ga, gb = spec.pretokenizer.growth()
-        self._lay_host = np.array([2 * na + ga * na, 2 * (nb + 1) + ga * (nb + 1) + gb + 1, na, nb + 1, ga * na,
-                                   ga * (nb + 1) + gb + 1], dtype=np.int64)
         shortest = min((len(a.content) for a in spec.added if a.content), default=0)
-        per = 2 * na + (1 + (2 * nb + shortest - 1) // shortest if shortest else 0) + 1
-        self._ids_per, self._ids_extra = per, 2 * nb + 2
+        # (lay, ids per byte, ids per text) of the tight layout (TIGHT_GROWTH) and of the worst-case one (False)
+        self._layouts = {tight: _layout(min(na, TIGHT_GROWTH) if tight else na, nb, ga, gb, shortest, tight)
+                         for tight in (True, False)}
         self._normalized_added = self._normalize_added()
         pieces = list(spec.pieces) + [None] * (self.n_ids - len(spec.pieces))
         if spec.decoder.spm:  # sentencepiece's surfaces: control pieces empty, the unknown piece " \u2047 "
@@ -101,7 +156,8 @@ class SentencePieceTokenizer(Placed):
         self._ntab = up(self._norm_host)
         self._ptab = up(self._pre_host)
         self._ctab = class_tables(t, xp)
-        self._lay = K.to_device(self._lay_host, t, xp)
+        self._lay = {k: K.to_device(v[0], t, xp) for k, v in self._layouts.items()}
+        self._tights = (True, False) if t == "cpu" and not na_same(self._layouts) else (False,)  # (see _run)
         self._dec = up(self._dec_host)
         self._lim = K.to_device(limits_array(self.spec.truncation, self.spec.padding), t, xp)
         self._no_drop = K.to_device(np.zeros(1, dtype=np.int64), t, xp)
@@ -152,9 +208,10 @@ class SentencePieceTokenizer(Placed):
         got = normalize_texts(self.spec.normalizer, [a.content for a in todo])
         return {id(a): g for a, g in zip(todo, got)}
 
-    def _options(self, add_special_tokens: Any, allowed: Any, disallowed: Any) -> tuple:
-        """(cfg, added-token tables) of these options, built once per hashable set."""
-        key = (type(add_special_tokens), add_special_tokens, _key(allowed), _key(disallowed))
+    def _options(self, add_special_tokens: Any, allowed: Any, disallowed: Any, tight: bool = False) -> tuple:
+        """(cfg, added-token tables, host cfg) of these options for the ``tight`` or the worst-case layout,
+        built once per hashable set."""
+        key = (type(add_special_tokens), add_special_tokens, _key(allowed), _key(disallowed), tight)
         got = self._opts.get(key)
         if got is not None:
             return got
@@ -172,27 +229,30 @@ class SentencePieceTokenizer(Placed):
                     | (F_RSTRIP if a.rstrip else 0) | (F_SINGLE_WORD if a.single_word else 0)
                 items.append((content, a.id, f))
         pre, suf = (self.spec.prefix, self.spec.suffix) if specials else ([], [])
-        cfg = np.array([0, self._ids_per, self._ids_extra + len(pre) + len(suf), len(pre), len(suf), *pre, *suf],
-                       dtype=np.int64)
+        _, per, extra = self._layouts[tight]
+        cfg = np.array([0, per, extra + len(pre) + len(suf), len(pre), len(suf), *pre, *suf], dtype=np.int64)
         got = (K.to_device(cfg, self.target, self.xp),
                tuple(K.to_device(a, self.target, self.xp) for a in added_arrays(items)), cfg)
-        if len(self._opts) < 16:
+        if len(self._opts) < 32:
             self._opts[key] = got
         return got
 
-    def _args(self, batch: TextBatch, add_special_tokens: Any, allowed: Any, disallowed: Any) -> tuple:
-        """The encode kernel's arguments for ``batch`` (the scratch sized from its bytes)."""
-        cfg, adds, cfg_host = self._options(add_special_tokens, allowed, disallowed)
-        lay = self._lay_host
+    def _args(self, batch: TextBatch, add_special_tokens: Any, allowed: Any, disallowed: Any,
+              tight: bool = True) -> tuple:
+        """The encode kernel's arguments for ``batch``, the scratch sized from its bytes by the ``tight`` layout
+        (normalized text at most TIGHT_GROWTH times its input: real text) or by the worst-case one."""
+        cfg, adds, cfg_host = self._options(add_special_tokens, allowed, disallowed, tight)
+        lay = self._layouts[tight][0]
         nbytes = int(batch.data.shape[0])
         n = batch.n
         xp = self.xp
         bsize = int(lay[0]) * nbytes + int(lay[1]) * n + 1
         isize = int(cfg_host[1]) * nbytes + int(cfg_host[2]) * n + 1
-        if self.target == "cpu":
+        if self.target == "cpu":  # (a share of the byte and work scratch per kernel thread, for its longest text)
             off = batch.offsets
-            longest = nbytes if n <= 1 else int((off[1:] - off[:-1]).max())
-            wsize = K.get_num_threads() * (int(lay[4]) * max(longest, 0) + int(lay[5])) + 1
+            longest = max(nbytes if n <= 1 else int((off[1:] - off[:-1]).max()), 0)
+            wsize = K.get_num_threads() * (int(lay[4]) * longest + int(lay[5])) + 1
+            bsize = K.get_num_threads() * (int(lay[0]) * longest + int(lay[1])) + 1
         else:
             wsize = bsize
         nbuf = allocate(xp, (bsize,), np.uint8, "the normalized text", filled=False)
@@ -205,7 +265,7 @@ class SentencePieceTokenizer(Placed):
             work = allocate(xp, (N_WORK_ROWS, wsize), np.int32, "the merge scratch", filled=False)
             cache = self._cache()
         return (batch.data, batch.offsets, self._mdl, self._ctab, adds, self._ntab, self._ptab, cfg,
-                (nbuf, work, ids, self._lay, cache))
+                (nbuf, work, ids, self._lay[tight], cache))
 
     def _cache(self) -> tuple:
         """The calling thread's merge cache (CPU: a row per kernel share; GPU: none)."""
@@ -232,13 +292,10 @@ class SentencePieceTokenizer(Placed):
             r = self.on_cpu()._encode_batch(texts, add_special_tokens, allowed, disallowed, None, limits)
             return Ragged(*K.to_device_many([r.ids, r.offsets], self.target, self.xp))
         batch = TextBatch.from_texts(texts, self.xp, self.target)
-        args = self._args(batch, add_special_tokens, allowed, disallowed)
         n = batch.n
         xp = self.xp
-        cnt = xp.empty(n, dtype=np.int64)
-        if n:
-            K.launch(self.target, self._encode, n, *args, cnt, (xp.empty((2, 0, 0), dtype=np.int64), 0, False, False))
-        host = K.to_host(cnt, self.target)
+        args, cnt, host = self._run(batch, (add_special_tokens, allowed, disallowed),
+                                    (xp.empty((2, 0, 0), dtype=np.int64), 0, False, False))
         raise_bad(host)
         drop, cut = self._no_drop, None
         if limits is not None:
@@ -296,15 +353,29 @@ class SentencePieceTokenizer(Placed):
                                           pad_id=pad, dtype=dtype)
             return Rows(*K.to_device_many([r.input_ids, r.attention_mask], self.target, self.xp))
         batch = TextBatch.from_texts(texts, self.xp, self.target)
-        args = self._args(batch, specials, allowed_special, disallowed_special)
         n = batch.n
         rows = allocate(self.xp, (2, n, width), dt.type, f"max_length={width}: {n} rows of ids and mask")
-        cnt = self.xp.zeros(n, dtype=np.int64)
-        if n:
-            K.launch(self.target, self._encode, n, *args, cnt, (rows, pad, padding_side == "left",
-                                                               truncation_side == "left"))
-        raise_bad(K.to_host(cnt, self.target))
+        host = self._run(batch, (specials, allowed_special, disallowed_special),
+                         (rows, pad, padding_side == "left", truncation_side == "left"))[2]
+        raise_bad(host)
         return Rows(rows[0], rows[1])
+
+    def _run(self, batch: TextBatch, options: tuple, out: tuple) -> tuple:
+        """The encode kernel over ``batch`` (``options``: add_special_tokens, allowed, disallowed; ``out``: its
+        OUT tuple): (its arguments, the counts, the counts on the host). On the CPU the scratch is first sized by
+        the tight layout; when a text's normalized form outgrew it (SIZE_BOUND: every write is checked), the batch
+        runs again with the worst-case one, so memory and time (page faults of scratch never touched) follow the
+        real text and results are the same. The GPU takes the worst-case one at once: one launch, one copy."""
+        n = batch.n
+        for tight in self._tights:
+            args = self._args(batch, *options, tight=tight)
+            cnt = self.xp.zeros(n, dtype=np.int64)
+            if n:
+                K.launch(self.target, self._encode, n, *args, cnt, out)
+            host = K.to_host(cnt, self.target)
+            if len(self._tights) == 1 or not (host == -1 - SIZE_BOUND).any():
+                break
+        return args, cnt, host
 
     # ------------------------------------------------------------------------------------- vocabulary
 

@@ -103,7 +103,7 @@ def uni_find(buf, lo, hi, uni):
     return uni[U_PIECE][node]
 
 
-@K.device
+@K.device(inline=True)
 def uni_lattice(buf, lo, hi, uni, best, back, wb):
     """The forward Viterbi pass over ``buf[lo:hi]``: ``best[wb + e]`` / ``back[wb + e]`` (start << 32 | id) of the
     best path ending at each byte position ``e`` (-1: none). Returns 0, or -1 - NO_UNK."""
@@ -114,9 +114,10 @@ def uni_lattice(buf, lo, hi, uni, best, back, wb):
     unk = uni[U_UNK][0]
     piece = uni[U_PIECE]
     score = uni[U_SCORE]
-    for k in range(n + 1):
-        best[wb + k] = 0.0
+    for k in range(n + 1):  # (unreached: -inf, so the first offer wins with one compare; back -1)
+        best[wb + k] = -np.inf
         back[wb + k] = -1
+    best[wb] = 0.0
     far = 0  # the furthest position an offer reached
     s = 0
     while s < n:
@@ -140,7 +141,7 @@ def uni_lattice(buf, lo, hi, uni, best, back, wb):
                 if sp:  # (float32 + float32 in sentencepiece: the double sum rounded once is that sum)
                     cand = np.float64(np.float32(cand))
                 at = wb + e
-                if back[at] < 0 or cand > best[at]:
+                if cand > best[at]:
                     best[at] = cand
                     back[at] = (np.int64(s) << 32) | pid
                 if e > far:
@@ -158,7 +159,7 @@ def uni_lattice(buf, lo, hi, uni, best, back, wb):
             if sp:
                 cand = np.float64(np.float32(cand))
             at = wb + s + m
-            if back[at] < 0 or cand > best[at]:
+            if cand > best[at]:
                 best[at] = cand
                 back[at] = (np.int64(s) << 32) | unk_id
             if s + m > far:
@@ -196,7 +197,7 @@ def uni_unk_run(buf, lo, a, b, uni, out, o):
     return o + 1
 
 
-@K.device
+@K.device(inline=True)
 def uni_emit(buf, lo, hi, uni, back, wb, out, o):
     """The ids of the best path that :func:`uni_lattice` left in ``back``, unknowns fused or byte-encoded, to
     ``out[o:]`` (at most ``hi - lo`` of them); returns the new ``o``, or -1 - SIZE_BOUND for a broken path."""
@@ -241,7 +242,7 @@ def uni_emit(buf, lo, hi, uni, back, wb, out, o):
     return o
 
 
-@K.device
+@K.device(inline=True)
 def uni_encode(buf, lo, hi, uni, best, back, wb, out, o):
     """Ids of the normalized pre-token ``buf[lo:hi]`` into ``out[o:]``; returns the new ``o`` (at most ``o + hi -
     lo``), or -1 - status (NO_UNK; SIZE_BOUND when ``out`` or the work rows are too short). ``best`` (float64) and
