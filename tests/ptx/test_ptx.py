@@ -85,9 +85,11 @@ REGISTER_BUDGET = 128
 # changes landed together, not bisected: the merge step it shares with BPE inlined the heap's pair lookups and
 # keeps each pair's result (issue 45), and the normalizer gained HF's Precompiled op (issue 44). No stack, no spills.
 # Then 139 / 140 on 2026-12-04 when the normalizer program gained the Unicode forms and maps (ops.core.unorm:
-# NFKC ... and Lowercase / StripAccents, issue 44), no stack, no spills; held there (open: bring it back under 128).
+# NFKC ... and Lowercase / StripAccents, issue 44), no stack, no spills; 128 / 128 on the branch that recomputed the
+# merge cache's hash and the ids base after the merge (issue 44); both together: 137 / 127 (2026-12-04, measured at
+# the merge). Held there (open: bring it back under 128 on sm_80).
 OVER_BUDGET = {"bpe.encode.bpe_rows_item__gpu__encode_gap_regex__span_pair": 148,
-               "sentencepiece.encode.SP_ENCODE": 140}
+               "sentencepiece.encode.SP_ENCODE": 137}
 # The kernels the ops define today (module.tuple): discovery must find at least these.
 KNOWN = {
     "wordpiece.pretokenize.PRETOKENIZE",
