@@ -45,12 +45,13 @@ def ids_of(result: object) -> list[list[int]]:
 Engine = tuple[Callable[[], object], Callable, Callable]  # (make an instance, encode a batch, encode one text)
 
 
-def time_turns(engines: dict[str, Engine], texts: list[str], repeats: int,
-               warm: bool = False) -> tuple[dict[tuple[str, str], list[float]], dict[str, int]]:
+def time_turns(engines: dict[str, Engine], texts: list[str], repeats: int, warm: bool = False,
+               clock: Callable[[], float] = time.perf_counter) -> tuple[dict[tuple[str, str], list[float]], dict[str, int]]:
     """Engines taking turns, ``repeats`` rounds, each batch on a fresh (cold) instance: seconds per call for
     ``(engine, "32" | "512" | "all")``, seconds per text for ``(engine, "1")`` (the first 200 texts one at a
     time), and with ``warm`` the whole corpus re-encoded on one instance ``(engine, "warm")``; plus the UTF-8
-    bytes of each batch size. One loop for every peer benchmark, so their columns mean the same."""
+    bytes of each batch size. One loop for every peer benchmark, so their columns mean the same. ``clock``: wall
+    time by default; ``time.process_time`` counts this process's CPU time only (a loaded machine)."""
     nbytes = {k: sum(len(t.encode()) for t in v) for k, v in (("32", texts[:32]), ("512", texts[:512]),
                                                               ("all", texts))}
     times: dict[tuple[str, str], list[float]] = {}
@@ -60,18 +61,47 @@ def time_turns(engines: dict[str, Engine], texts: list[str], repeats: int,
             for size in ("32", "512", "all"):
                 inst = make()
                 batch = texts[: int(size)] if size != "all" else texts
-                t0 = time.perf_counter()
+                t0 = clock()
                 enc(inst, batch)
-                times.setdefault((e, size), []).append(time.perf_counter() - t0)
+                times.setdefault((e, size), []).append(clock() - t0)
             inst = make()
-            t0 = time.perf_counter()
+            t0 = clock()
             for x in one:
                 enc1(inst, x)
-            times.setdefault((e, "1"), []).append((time.perf_counter() - t0) / len(one))
+            times.setdefault((e, "1"), []).append((clock() - t0) / len(one))
             if warm:
                 inst = make()
                 enc(inst, texts)
-                t0 = time.perf_counter()
+                t0 = clock()
                 enc(inst, texts)
-                times.setdefault((e, "warm"), []).append(time.perf_counter() - t0)
+                times.setdefault((e, "warm"), []).append(clock() - t0)
     return times, nbytes
+
+
+def hf_file_peers(path: object) -> dict[str, Engine]:
+    """HF tokenizers, fastokens and gigatoken on one tokenizer.json (those installed), special tokens not added."""
+    out: dict[str, Engine] = {}
+    try:
+        from tokenizers import Tokenizer  # noqa: PLC0415
+
+        out["hf-tokenizers"] = (lambda: Tokenizer.from_file(str(path)),
+                                lambda t, xs: t.encode_batch(xs, add_special_tokens=False),
+                                lambda t, x: t.encode(x, add_special_tokens=False))
+    except ImportError:
+        pass
+    try:
+        import fastokens  # noqa: PLC0415
+
+        out["fastokens"] = (lambda: fastokens.Tokenizer.from_file(str(path)),
+                            lambda t, xs: t.encode_batch(xs, add_special_tokens=False),
+                            lambda t, x: t.encode(x, add_special_tokens=False))
+    except ImportError:
+        pass
+    try:
+        import gigatoken  # noqa: PLC0415
+
+        out["gigatoken"] = (lambda: gigatoken.Tokenizer(str(path)), lambda t, xs: t.encode_batch(xs),
+                            lambda t, x: t.encode(x))
+    except ImportError:
+        pass
+    return out

@@ -35,7 +35,7 @@ os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS))
 
 import bpe_oracles as O  # noqa: E402
 import bpe_texts as T  # noqa: E402
-from _common import austen, ids_of, machine, time_turns  # noqa: E402
+from _common import austen, hf_file_peers, ids_of, machine, time_turns  # noqa: E402
 
 from triton_textops.ops.bpe.tokenizer import BPETokenizer  # noqa: E402
 from triton_textops.ops.core import kernels as K  # noqa: E402
@@ -129,29 +129,7 @@ def _llama3_engines() -> dict[str, tuple[Callable[[], object], Callable, Callabl
     hf_file = O.write_tokenizer_json(tmp, "cl100k_base", family_pattern=O.LLAMA3_PATTERN)
     out: dict[str, tuple] = {"ours": (lambda: BPETokenizer.from_file(hf_file), lambda t, xs: t.encode(xs),
                                       lambda t, x: t.encode([x]))}
-    try:
-        from tokenizers import Tokenizer  # noqa: PLC0415
-
-        out["hf-tokenizers"] = (lambda: Tokenizer.from_file(str(hf_file)),
-                                lambda t, xs: t.encode_batch(xs, add_special_tokens=False),
-                                lambda t, x: t.encode(x, add_special_tokens=False))
-    except ImportError:
-        pass
-    try:
-        import fastokens  # noqa: PLC0415
-
-        out["fastokens"] = (lambda: fastokens.Tokenizer.from_file(str(hf_file)),
-                            lambda t, xs: t.encode_batch(xs, add_special_tokens=False),
-                            lambda t, x: t.encode(x, add_special_tokens=False))
-    except ImportError:
-        pass
-    try:
-        import gigatoken  # noqa: PLC0415
-
-        out["gigatoken"] = (lambda: gigatoken.Tokenizer(str(hf_file)), lambda t, xs: t.encode_batch(xs),
-                            lambda t, x: t.encode(x))
-    except ImportError:
-        pass
+    out.update(hf_file_peers(hf_file))
     return out
 
 

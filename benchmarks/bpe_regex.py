@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bpe_oracles as O  # noqa: E402
-from _common import austen, ids_of, machine  # noqa: E402
+from _common import Engine, austen, hf_file_peers, ids_of, machine  # noqa: E402
 from bpe import multilingual  # noqa: E402
 
 from triton_textops.ops.bpe.formats import _O200K, CL100K  # noqa: E402
@@ -56,7 +56,6 @@ DEEPSEEK = [r"\p{N}{1,3}", r"[一-龥぀-ゟ゠-ヿ]+",
             r"[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+"
             r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"]
 CL_HF = next(p for p, f in SCANNED.items() if f == CL100K)
-Engine = tuple[Callable[[], object], Callable, Callable]  # (make, encode a batch, encode one text)
 
 
 def hf_file(tmp: Path, name: str, ranks: str, pretokenizers: list[dict]) -> Path:
@@ -71,35 +70,6 @@ def hf_file(tmp: Path, name: str, ranks: str, pretokenizers: list[dict]) -> Path
 
 def split(pattern: str) -> dict:
     return {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False}
-
-
-def file_peers(path: Path) -> dict[str, Engine]:
-    """HF tokenizers, fastokens and gigatoken on a tokenizer.json, those installed."""
-    out: dict[str, Engine] = {}
-    try:
-        from tokenizers import Tokenizer  # noqa: PLC0415
-
-        out["hf-tokenizers"] = (lambda: Tokenizer.from_file(str(path)),
-                                lambda t, xs: t.encode_batch(xs, add_special_tokens=False),
-                                lambda t, x: t.encode(x, add_special_tokens=False))
-    except ImportError:
-        pass
-    try:
-        import fastokens  # noqa: PLC0415
-
-        out["fastokens"] = (lambda: fastokens.Tokenizer.from_file(str(path)),
-                            lambda t, xs: t.encode_batch(xs, add_special_tokens=False),
-                            lambda t, x: t.encode(x, add_special_tokens=False))
-    except ImportError:
-        pass
-    try:
-        import gigatoken  # noqa: PLC0415
-
-        out["gigatoken"] = (lambda: gigatoken.Tokenizer(str(path)), lambda t, xs: t.encode_batch(xs),
-                            lambda t, x: t.encode(x))
-    except ImportError:
-        pass
-    return out
 
 
 def ours(make: Callable[[], BPETokenizer]) -> Engine:
@@ -122,11 +92,11 @@ def case(label: str, tmp: Path) -> tuple[dict[str, Engine], Callable[[list[str]]
             eng["ours scanner"] = ours(lambda: BPETokenizer.from_tiktoken(path, encoding=name))
         eng["tiktoken"] = (lambda: enc, lambda e, xs: e.encode_ordinary_batch(xs, num_threads=1),
                            lambda e, x: e.encode_ordinary(x))
-        eng.update(file_peers(hf_file(tmp, label, name, [split(pattern)])))
+        eng.update(hf_file_peers(hf_file(tmp, label, name, [split(pattern)])))
         return eng, lambda xs: enc.encode_ordinary_batch(xs, num_threads=1)
     if label == "deepseek":
         path = hf_file(tmp, label, "cl100k_base", [split(p) for p in DEEPSEEK])
-        peers = file_peers(path)
+        peers = hf_file_peers(path)
         ref = peers["hf-tokenizers"][0]()
         eng = {"ours compiled": ours(lambda: BPETokenizer.from_file(path)), **peers}
         return eng, lambda xs: [e.ids for e in ref.encode_batch(xs, add_special_tokens=False)]

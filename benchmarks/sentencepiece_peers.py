@@ -128,29 +128,6 @@ def engines(d: Path, name: str) -> dict[str, tuple[str, Callable[[], object], Ca
     return out
 
 
-def cpu_turns(engines: dict, texts: list[str], repeats: int) -> tuple[dict, dict]:
-    """:func:`_common.time_turns` (engines taking turns, cold instances, the same cells) timed by
-    ``time.process_time``."""
-    nbytes = {k: sum(len(t.encode()) for t in v) for k, v in (("32", texts[:32]), ("512", texts[:512]),
-                                                              ("all", texts))}
-    times: dict[tuple[str, str], list[float]] = {}
-    one = texts[: min(200, len(texts))]
-    for _ in range(repeats):
-        for e, (make, enc, enc1) in engines.items():
-            for size in ("32", "512", "all"):
-                inst = make()
-                batch = texts[: int(size)] if size != "all" else texts
-                t0 = time.process_time()
-                enc(inst, batch)
-                times.setdefault((e, size), []).append(time.process_time() - t0)
-            inst = make()
-            t0 = time.process_time()
-            for x in one:
-                enc1(inst, x)
-            times.setdefault((e, "1"), []).append((time.process_time() - t0) / len(one))
-    return times, nbytes
-
-
 def run(d: Path, name: str, corpus: str, texts: list[str], repeats: int) -> None:
     eng = engines(d, name)
     refs = {"hf": ids_of(eng["hf-tokenizers"][2](eng["hf-tokenizers"][1](), texts[:512])) if "hf-tokenizers" in eng
@@ -169,7 +146,7 @@ def run(d: Path, name: str, corpus: str, texts: list[str], repeats: int) -> None
                   "not timed")
             continue
         timed[e] = (make, enc, enc1)
-    times, nbytes = (cpu_turns if CPU_TIME else time_turns)(timed, texts, repeats)
+    times, nbytes = time_turns(timed, texts, repeats, clock=time.process_time if CPU_TIME else time.perf_counter)
     clock = "CPU time, one thread" if CPU_TIME else "wall clock"
     print(f"\n{name} / {corpus}: {len(texts)} texts, {nbytes['all'] / 1e6:.2f} MB; best of {repeats} [range], {clock}")
     cols = ["1", "32", "512", "all"]

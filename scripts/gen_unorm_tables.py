@@ -149,6 +149,22 @@ def measure_maps(lower, strip) -> dict:
     return out
 
 
+def _blocks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A two-level table of per-code-point ``values``: (block number of each BLOCK code points, the distinct
+    blocks packed one after another), int32 both; equal blocks are stored once."""
+    data = values.astype(np.int32).reshape(-1, BLOCK)
+    blocks: dict[bytes, int] = {}
+    uniq: list[np.ndarray] = []
+    idx = np.zeros(data.shape[0], dtype=np.int32)
+    for b in range(idx.shape[0]):
+        key = data[b].tobytes()
+        if key not in blocks:
+            blocks[key] = len(uniq)
+            uniq.append(data[b])
+        idx[b] = blocks[key]
+    return idx, np.concatenate(uniq).astype(np.int32)
+
+
 def build(m: dict, form: str) -> dict[str, np.ndarray]:
     """The packed arrays of ``form`` (:mod:`triton_textops.ops.core.unorm`) from the measurements."""
     from triton_textops.ops.core import unorm as N  # noqa: PLC0415
@@ -189,20 +205,11 @@ def build(m: dict, form: str) -> dict[str, np.ndarray]:
         raise RuntimeError("packed entries overflow int32")
     if np.any(info[:0x80] & ~N.FIRST_BIT):
         raise RuntimeError("an ASCII code point has a class, a decomposition or QC_BIT: nfc_quick's shortcut fails")
-    blocks: dict[bytes, int] = {}
-    idx = np.zeros(N_CP // BLOCK, dtype=np.int32)
-    data = info.astype(np.int32).reshape(-1, BLOCK)
-    uniq: list[np.ndarray] = []
-    for b in range(idx.shape[0]):
-        key = data[b].tobytes()
-        if key not in blocks:
-            blocks[key] = len(uniq)
-            uniq.append(data[b])
-        idx[b] = blocks[key]
+    idx, packed = _blocks(info)
     keys = sorted((a << N.CP_BITS | b, c) for (a, b), c in m["pairs"].items())
     return {
         f"{form}_idx": idx,
-        f"{form}_info": np.concatenate(uniq).astype(np.int32),
+        f"{form}_info": packed,
         f"{form}_pool": np.array(pool, dtype=np.int32),
         "comp_keys": np.array([k for k, _ in keys], dtype=np.int64),
         "comp_vals": np.array([c for _, c in keys], dtype=np.int32),
@@ -226,17 +233,7 @@ def build_maps(mm: dict) -> dict[str, np.ndarray]:
             else:
                 vals[cp] = -2 - len(pool)
                 pool.extend([len(r), *(ord(c) for c in r)])
-        data = vals.astype(np.int32).reshape(-1, BLOCK)
-        blocks: dict[bytes, int] = {}
-        uniq: list[np.ndarray] = []
-        idx = np.zeros(N_CP // BLOCK, dtype=np.int32)
-        for b in range(idx.shape[0]):
-            key = data[b].tobytes()
-            if key not in blocks:
-                blocks[key] = len(uniq)
-                uniq.append(data[b])
-            idx[b] = blocks[key]
-        out[f"{name}_idx"], out[f"{name}_map"] = idx, np.concatenate(uniq).astype(np.int32)
+        out[f"{name}_idx"], out[f"{name}_map"] = _blocks(vals)
     out["map_pool"] = np.array(pool or [0], dtype=np.int32)
     return out
 
