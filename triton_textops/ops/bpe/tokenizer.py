@@ -186,7 +186,8 @@ class BPETokenizer(Placed):
     @classmethod
     def from_js_tiktoken(cls, path: str | os.PathLike, *, device: str = "cpu") -> BPETokenizer:
         """A JS-tiktoken rank JSON (``{"pat_str", "special_tokens", "bpe_ranks"}``, e.g. the ``claude.json`` of
-        ``@anthropic-ai/tokenizer``), applied as that package does: NFKC, then every special token matched."""
+        ``@anthropic-ai/tokenizer``), applied as that package does: NFKC, then every special token matched. The NFKC is
+        HF's tables (ops.core.unorm): the JS engine's is newer Unicode, so code points assigned since 12.1 can differ."""
         return cls(read_js_tiktoken(path), device=device)
 
     @classmethod
