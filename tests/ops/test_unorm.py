@@ -96,3 +96,30 @@ def test_tables_layout() -> None:
         assert (vals[0] < 0) == (form not in N.COMPOSING)
     with pytest.raises(ValueError, match="unknown normalization form"):
         N.table_tuple(arrays, "nfx")
+
+
+@pytest.mark.parametrize("damage", ["block", "decomposition", "pool code point", "pairs", "map pool", "map block"])
+def test_damaged_tables_are_refused_before_a_kernel_reads_them(damage: str) -> None:
+    tables = dict(N.load_tables())
+    assert N.check_tables(dict(tables)) is not None  # the packaged ones pass
+
+    def edit(name: str, at: int, value: int) -> None:
+        arr = tables[name].copy()
+        arr[at] = value
+        tables[name] = arr
+
+    if damage == "block":
+        edit("nfc_idx", 3, tables["nfc_info"].shape[0] >> N.BLOCK_SHIFT)
+    elif damage == "decomposition":
+        at = int(np.nonzero((tables["nfkd_info"] >> N.DLEN_SHIFT) & N.DLEN_MASK)[0][0])
+        edit("nfkd_info", at, int(tables["nfkd_info"][at]) | (N.DOFF_MASK << N.DOFF_SHIFT))
+    elif damage == "pool code point":
+        edit("nfd_pool", 0, (int(tables["nfd_pool"][0]) & ~N.CP_MASK) | 0x110000)
+    elif damage == "pairs":
+        edit("comp_keys", 1, int(tables["comp_keys"][0]))
+    elif damage == "map pool":
+        edit("lower_map", int(np.nonzero(tables["lower_map"] <= -2)[0][0]), -2 - tables["map_pool"].shape[0])
+    else:
+        edit("strip_idx", 0, -1)
+    with pytest.raises(ValueError, match="unorm tables"):
+        N.check_tables(tables)

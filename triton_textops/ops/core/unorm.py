@@ -91,14 +91,54 @@ def load_tables(path: Any = None) -> dict[str, np.ndarray]:
     if path is None:
         return dict(_packaged())
     with np.load(path) as z:
-        return {k: z[k] for k in z.files}
+        return check_tables({k: z[k] for k in z.files})
 
 
 @functools.lru_cache(maxsize=1)
 def _packaged() -> dict[str, np.ndarray]:
     ref = resources.files("triton_textops") / "data" / "unorm_tables.npz"
     with resources.as_file(ref) as p, np.load(p) as z:
-        return {k: z[k] for k in z.files}
+        return check_tables({k: z[k] for k in z.files})
+
+
+N_BLOCKS = 0x110000 >> BLOCK_SHIFT
+
+
+def _check_two_level(idx: np.ndarray, vals: np.ndarray, what: str) -> None:
+    if idx.shape != (N_BLOCKS,) or vals.ndim != 1 or vals.shape[0] % (1 << BLOCK_SHIFT) \
+            or (idx.size and (int(idx.min()) < 0 or int(idx.max()) >= vals.shape[0] >> BLOCK_SHIFT)):
+        raise ValueError(f"unorm tables: {what}: the block index does not fit its blocks")
+
+
+def check_tables(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``arrays`` after checking, once, every index the device functions take from them: block numbers within
+    the blocks, decomposition offsets and lengths within the pool, code points below U+110000 (a code point is
+    looked up again), map pool entries within the pool. A damaged file is a ValueError here, never a read past
+    an array in a kernel."""
+    for form in FORMS:
+        idx, info, pool = (np.asarray(arrays[f"{form}_{k}"]).astype(np.int64) for k in TABLE_NAMES)
+        _check_two_level(idx, info, form)
+        end = ((info >> DOFF_SHIFT) & DOFF_MASK) + ((info >> DLEN_SHIFT) & DLEN_MASK)
+        if (pool.size and int((pool & CP_MASK).max()) >= 0x110000) or (end.size and int(end.max()) > pool.shape[0]):
+            raise ValueError(f"unorm tables: {form}: a decomposition lies outside its pool or holds no code point")
+    keys, vals = np.asarray(arrays["comp_keys"]), np.asarray(arrays["comp_vals"])
+    if keys.shape != vals.shape or (vals.size and (int(vals.min()) < 0 or int(vals.max()) >= 0x110000)) \
+            or (keys.size > 1 and bool(np.any(keys[1:] <= keys[:-1]))):
+        raise ValueError("unorm tables: the composition pairs are not sorted, or a composite is no code point")
+    mpool = np.asarray(arrays["map_pool"]).astype(np.int64)
+    for name in MAPS:
+        idx, vals = np.asarray(arrays[f"{name}_idx"]).astype(np.int64), np.asarray(arrays[f"{name}_map"]).astype(
+            np.int64)
+        _check_two_level(idx, vals, name)
+        at = -2 - vals[vals <= -2]
+        bad = bool(vals.size and int(vals.max()) >= 0x110000)
+        if at.size:
+            ok = at < mpool.shape[0]
+            bad = bad or not bool(ok.all()) or bool(np.any(mpool[at] < 0)) \
+                or bool(np.any(at + 1 + mpool[at] > mpool.shape[0]))
+        if bad:
+            raise ValueError(f"unorm tables: {name}: a mapping lies outside the map pool or is no code point")
+    return arrays
 
 
 TABLE_NAMES = ("idx", "info", "pool")  # per form, as ``{form}_idx`` ...; then the shared comp_keys, comp_vals
